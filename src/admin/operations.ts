@@ -1,0 +1,114 @@
+import { AppError, notFound } from '../errors.js';
+import { billingPeriod } from '../domain/billing-period.js';
+import { PERMISSIONS, type Permission } from '../domain/keys.js';
+import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
+import type { Db } from '../storage/db.js';
+import { getUsage } from '../storage/usage.js';
+import { getTenant, insertApiKey, insertTenant, revokeApiKey, updateTenant, type IssuedKey, type TenantRow } from '../storage/tenants.js';
+
+// The operator's operations, shared by /admin/v1 and `npm run admin`.
+export interface AdminDeps {
+  db: Db;
+  plans: Plans;
+  trialDays: number;
+  now?: () => Date;
+}
+
+export interface TenantView {
+  id: string;
+  name: string;
+  plan: PlanName;
+  billing_state: 'accepting' | 'blocked';
+  block_reason: string | null;
+  trial_ends_at: string | null;
+  subscription_status: 'active' | 'cancelled';
+  cancelled_at: string | null;
+  account_context_enabled: boolean;
+  created_at: string;
+  usage: { period_start: string; period_end: string; events: number; allotment: number };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantView> {
+  const now = deps.now?.() ?? new Date();
+  const period = billingPeriod(new Date(t.cycle_anchor), now);
+  return {
+    id: t.id,
+    name: t.name,
+    plan: t.plan,
+    billing_state: 'accepting',
+    block_reason: null,
+    trial_ends_at: t.trial_ends_at,
+    subscription_status: t.subscription_status,
+    cancelled_at: t.cancelled_at,
+    account_context_enabled: t.account_context_enabled,
+    created_at: t.created_at,
+    usage: {
+      period_start: period.start.toISOString(),
+      period_end: period.end.toISOString(),
+      events: await getUsage(deps.db, t.id, period.start),
+      allotment: deps.plans[t.plan].monthly_events,
+    },
+  };
+}
+
+async function requireTenant(deps: AdminDeps, id: string): Promise<TenantRow> {
+  const t = UUID.test(id) ? await getTenant(deps.db, id) : undefined;
+  if (!t) throw notFound('tenant_not_found', 'tenant');
+  return t;
+}
+
+/** A tenant with its first keys: one ingest key (safe to embed in an app) and one admin key with all four permissions. */
+export async function createTenant(deps: AdminDeps, input: { name: string; plan: PlanName }): Promise<{ tenant: TenantView; api_keys: IssuedKey[] }> {
+  const now = deps.now?.() ?? new Date();
+  const { tenant, keys } = await deps.db.tx(async (q) => {
+    const tenant = await insertTenant(q, {
+      name: input.name,
+      plan: input.plan,
+      accountContextEnabled: ACCOUNT_PLANS.includes(input.plan),
+      trialEndsAt: input.plan === 'trial' ? new Date(now.getTime() + deps.trialDays * 86_400_000) : null,
+      now,
+    });
+    const keys = [
+      await insertApiKey(q, tenant.id, 'ingest', ['ingest']),
+      await insertApiKey(q, tenant.id, 'admin', [...PERMISSIONS]),
+    ];
+    return { tenant, keys };
+  });
+  return { tenant: await tenantView(deps, tenant), api_keys: keys };
+}
+
+export async function showTenant(deps: AdminDeps, id: string): Promise<TenantView> {
+  return tenantView(deps, await requireTenant(deps, id));
+}
+
+export async function patchTenant(deps: AdminDeps, id: string, patch: { plan?: PlanName; account_context_enabled?: boolean }): Promise<TenantView> {
+  await requireTenant(deps, id);
+  const t = await updateTenant(deps.db, id, patch);
+  return tenantView(deps, t!);
+}
+
+export async function cancelSubscription(deps: AdminDeps, id: string): Promise<TenantView> {
+  const t = await requireTenant(deps, id);
+  if (t.subscription_status === 'cancelled') return tenantView(deps, t);
+  const updated = await updateTenant(deps.db, id, { subscription_status: 'cancelled', cancelled_at: deps.now?.() ?? new Date() });
+  return tenantView(deps, updated!);
+}
+
+export async function reactivateSubscription(deps: AdminDeps, id: string): Promise<TenantView> {
+  await requireTenant(deps, id);
+  const updated = await updateTenant(deps.db, id, { subscription_status: 'active', cancelled_at: null });
+  return tenantView(deps, updated!);
+}
+
+export async function issueKey(deps: AdminDeps, id: string, input: { name?: string; permissions: Permission[] }): Promise<IssuedKey> {
+  await requireTenant(deps, id);
+  if (input.permissions.length === 0) throw new AppError(400, 'validation_error', 'permissions: at least one', { errors: [{ field: 'permissions', message: 'at least one' }] });
+  return insertApiKey(deps.db, id, input.name ?? 'key', input.permissions);
+}
+
+export async function revokeKey(deps: AdminDeps, id: string, keyId: string): Promise<void> {
+  await requireTenant(deps, id);
+  if (!UUID.test(keyId) || !(await revokeApiKey(deps.db, id, keyId))) throw notFound('key_not_found', 'API key');
+}

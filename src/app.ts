@@ -1,0 +1,122 @@
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Config } from './config.js';
+import { AppError } from './errors.js';
+import type { Plans } from './domain/plans.js';
+import { LIMITS } from './domain/record-rules.js';
+import type { Db } from './storage/db.js';
+import type { App, AppContext } from './http/context.js';
+import { registerCors } from './http/plugins/cors.js';
+import { registerErrorHandling } from './http/plugins/errors.js';
+import { registerMetrics } from './http/plugins/metrics.js';
+import { createLocalRateLimiter, type RateLimiter } from './http/plugins/rate-limit.js';
+import { adminRoutes } from './http/routes/admin.js';
+import { eventRoutes } from './http/routes/events.js';
+import { healthRoutes } from './http/routes/health.js';
+import { invalidEventRoutes } from './http/routes/invalid-events.js';
+import { productRoutes } from './http/routes/products.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  plans: Plans;
+  limiter?: RateLimiter;
+  logger?: FastifyServerOptions['logger'];
+  now?: () => Date;
+}
+
+/** Logs never carry the API key: no headers, and no query string (where a misplaced key could sit). */
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    redact: ['req.headers.authorization', 'req.headers["x-environment-data"]'],
+    serializers: {
+      req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url.split('?')[0] }),
+    },
+  };
+}
+
+/** Builds the app without listening: the server and the tests use the same thing. */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: LIMITS.bodyBytes,
+    // Slow clients: a request must arrive whole within 30 s; idle sockets close after 75 s.
+    requestTimeout: 30_000,
+    connectionTimeout: 75_000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+    // Per-request lines cost the hot path; errors and 5xx are logged by the error handler.
+    logController: new LogController({ disableRequestLogging: true }),
+    ajv: { customOptions: { coerceTypes: 'array' } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are never coerced (42 must not become "42"); query strings and path params are.
+  const bodyAjv = addFormats(new Ajv({ coerceTypes: false, useDefaults: true, strict: false, allErrors: false }));
+  const paramAjv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, strict: false, allErrors: false }));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+
+  // A plain JSON.parse: Fastify's default scans the parsed body for __proto__ and fails the whole
+  // request; the per-element checks reject such an element alone, which is both faster and what
+  // CONTRACT.md asks. JSON.parse itself creates "__proto__" as an ordinary own key, never a prototype.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      const code = request.routeOptions.url === '/v1/events' ? 'invalid_batch' : 'validation_error';
+      done(new AppError(400, code, 'the body is not valid JSON'), undefined);
+    }
+  });
+
+  const ctx: AppContext = {
+    config: deps.config,
+    db: deps.db,
+    plans: deps.plans,
+    limiter: deps.limiter ?? createLocalRateLimiter(),
+    metrics: registerMetrics(app),
+    now: deps.now ?? (() => new Date()),
+    ready: { value: true },
+  };
+  app.decorate('tally', ctx);
+  app.decorateRequest('principal', null);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Tally',
+        version: '1',
+        description: 'Product analytics ingestion and query API. Errors are RFC 9457 problem+json with a `code`. See docs/api.md.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'A tenant API key (tk_live_…)' },
+          admin: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  registerErrorHandling(app);
+  registerCors(app);
+  healthRoutes(app, ctx);
+  eventRoutes(app, ctx);
+  productRoutes(app, ctx);
+  invalidEventRoutes(app, ctx);
+  adminRoutes(app, ctx);
+  return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    tally: AppContext;
+  }
+}

@@ -1,0 +1,115 @@
+import { exceedsCodePoints, hasControlChars, isStorableString } from './text.js';
+
+// Rules that events, sessions, exceptions and identify share (SPEC.md "Limits").
+export const LIMITS = {
+  batchEvents: 1000,
+  bodyBytes: 1_048_576,
+  eventBytes: 4096,
+  category: 128,
+  name: 256,
+  actorId: 512,
+  product: 256,
+  productVersion: 128,
+  propertyKeys: 20,
+  propertyKey: 64,
+  propertyValue: 256,
+  accountId: 256,
+  licenseId: 256,
+  message: 1000,
+  stackTrace: 32_768,
+  depth: 32,
+} as const;
+
+export const RESERVED_PROPERTY_KEYS: ReadonlySet<string> = new Set(['account_id', 'accountId', 'account', 'license_id', 'licenseId', 'license']);
+export const HOSTILE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+export type Problem = { field: string; message: string } | undefined;
+
+export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Walks any JSON value for what no record may carry: keys that could pollute a prototype,
+ * nesting past 32 levels, strings PostgreSQL cannot store. `skip` names top-level keys whose
+ * own rules judge them (account_id, license_id), so they get their specific code.
+ */
+export function findHostileContent(value: unknown, path: string, depth = 0, skip?: ReadonlySet<string>): Problem {
+  if (typeof value === 'string') {
+    return isStorableString(value) ? undefined : { field: path, message: 'contains a NUL character or a lone surrogate' };
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth >= LIMITS.depth) return { field: path, message: `nesting deeper than ${LIMITS.depth} levels` };
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = findHostileContent(value[i], `${path}[${i}]`, depth + 1);
+      if (p) return p;
+    }
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    // Checked first: an unstorable key must not reach a message or a field name.
+    if (!isStorableString(key)) return { field: path || '(root)', message: 'a key contains a NUL character or a lone surrogate' };
+    const field = path ? `${path}.${key}` : key;
+    if (HOSTILE_KEYS.has(key)) return { field, message: `the key "${key}" is not allowed` };
+    if (depth === 0 && skip?.has(key)) continue;
+    const p = findHostileContent((value as Record<string, unknown>)[key], field, depth + 1);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+/** A required or optional bounded string field. */
+export function checkString(obj: Record<string, unknown>, field: string, max: number, required: boolean, value = obj[field]): Problem {
+  if (value === undefined || value === null) return required ? { field, message: 'is required' } : undefined;
+  if (typeof value !== 'string') return { field, message: 'must be a string' };
+  if (required && value.length === 0) return { field, message: 'must not be empty' };
+  if (exceedsCodePoints(value, max)) return { field, message: `must be at most ${max} characters` };
+  return undefined;
+}
+
+/** Flat properties: at most 20 keys of at most 64 chars, scalar values, strings of at most 256 chars. */
+export function checkProperties(props: unknown, field = 'properties'): Problem {
+  if (props === undefined || props === null) return undefined;
+  if (!isPlainObject(props)) return { field, message: 'must be a flat object' };
+  const keys = Object.keys(props);
+  if (keys.length > LIMITS.propertyKeys) return { field, message: `must have at most ${LIMITS.propertyKeys} keys` };
+  for (const key of keys) {
+    const f = `${field}.${key}`;
+    if (key.length === 0) return { field, message: 'keys must not be empty' };
+    if (exceedsCodePoints(key, LIMITS.propertyKey)) return { field: f, message: `key must be at most ${LIMITS.propertyKey} characters` };
+    const v = props[key];
+    if (typeof v === 'string') {
+      if (exceedsCodePoints(v, LIMITS.propertyValue)) return { field: f, message: `must be at most ${LIMITS.propertyValue} characters` };
+    } else if (typeof v === 'number') {
+      // 1e400 parses to Infinity and 2^63 to a neighbour: neither would be stored as sent.
+      if (!Number.isFinite(v)) return { field: f, message: 'number out of range' };
+      if (Number.isInteger(v) && !Number.isSafeInteger(v)) return { field: f, message: 'integer cannot be stored exactly (beyond 2^53); send it as a string' };
+    } else if (typeof v !== 'boolean') {
+      return { field: f, message: 'must be a string, number or boolean (no nested objects, arrays or null)' };
+    }
+  }
+  return undefined;
+}
+
+export function reservedPropertyKey(props: unknown): string | undefined {
+  if (!isPlainObject(props)) return undefined;
+  for (const key of Object.keys(props)) if (RESERVED_PROPERTY_KEYS.has(key)) return key;
+  return undefined;
+}
+
+/** account_id / license_id: absent, or 1–256 chars, not blank, no control characters. */
+export function checkContextId(value: unknown, field: 'account_id' | 'license_id'): Problem {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') return { field, message: 'must be a string' };
+  if (value.trim().length === 0) return { field, message: 'must not be empty or whitespace' };
+  if (exceedsCodePoints(value, LIMITS.accountId)) return { field, message: `must be at most ${LIMITS.accountId} characters` };
+  if (hasControlChars(value) || !value.isWellFormed()) return { field, message: 'must not contain control characters' };
+  return undefined;
+}
+
+/** product / product_version with the legacy names source_app / source_version as fallbacks. */
+export function productOf(obj: Record<string, unknown>): unknown {
+  return obj.product ?? obj.source_app;
+}
+export function productVersionOf(obj: Record<string, unknown>): unknown {
+  return obj.product_version ?? obj.source_version;
+}

@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from '../config.js';
+import type { Plans } from '../domain/plans.js';
+import type { Db } from '../storage/db.js';
+import type { Metrics } from './plugins/metrics.js';
+import type { RateLimiter } from './plugins/rate-limit.js';
+
+/** What every route module receives from buildApp. */
+export interface AppContext {
+  config: Config;
+  db: Db;
+  plans: Plans;
+  limiter: RateLimiter;
+  metrics: Metrics;
+  now: () => Date;
+  /** False once shutdown has begun: readiness fails first. */
+  ready: { value: boolean };
+}
+
+export type App = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  import('fastify').FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;

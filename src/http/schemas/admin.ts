@@ -1,0 +1,48 @@
+import { Type } from 'typebox';
+import { PERMISSIONS } from '../../domain/keys.js';
+import { PLAN_NAMES } from '../../domain/plans.js';
+import { DateTime, NullableDateTime } from './common.js';
+
+export const PlanName = Type.Enum(PLAN_NAMES);
+export const PermissionName = Type.Enum(PERMISSIONS);
+
+export const Tenant = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  plan: PlanName,
+  billing_state: Type.Union([Type.Literal('accepting'), Type.Literal('blocked')]),
+  block_reason: Type.Union([Type.String(), Type.Null()]),
+  trial_ends_at: NullableDateTime,
+  subscription_status: Type.Union([Type.Literal('active'), Type.Literal('cancelled')]),
+  cancelled_at: NullableDateTime,
+  account_context_enabled: Type.Boolean(),
+  created_at: DateTime,
+  usage: Type.Object({
+    period_start: DateTime,
+    period_end: DateTime,
+    events: Type.Integer(),
+    allotment: Type.Integer(),
+  }),
+});
+
+export const IssuedKey = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  key: Type.String({ description: 'shown once; only its hash is stored' }),
+  permissions: Type.Array(PermissionName),
+});
+
+export const CreateTenant = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  plan: PlanName,
+});
+
+export const PatchTenant = Type.Object({
+  plan: Type.Optional(PlanName),
+  account_context_enabled: Type.Optional(Type.Boolean()),
+});
+
+export const CreateKey = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  permissions: Type.Array(PermissionName, { minItems: 1, uniqueItems: true }),
+});

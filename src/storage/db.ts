@@ -1,0 +1,46 @@
+// One query interface over two drivers: PGlite (embedded, default) and pg (a PostgreSQL server).
+// Query functions in this folder take a Queryable, so they run the same inside or outside a transaction.
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /** Runs fn in one transaction; it commits (and, on the embedded store, is made durable) before resolving. */
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /** Runs fn only if this process can take the advisory lock; returns undefined when another holds it. */
+  tryWithLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T | undefined>;
+  /** Runs fn holding the advisory lock, waiting for it. */
+  withLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Advisory lock keys: one per background job, and one for migrations. */
+export const LOCKS = {
+  migrations: 7_100_001,
+  productPurge: 7_100_002,
+  sessionTimeouts: 7_100_003,
+  rollups: 7_100_004,
+  retention: 7_100_005,
+} as const;
+
+export interface OpenOptions {
+  databaseUrl?: string | undefined;
+  dataDir?: string | undefined;
+  /** PGlite only: fsync the WAL before a transaction resolves. */
+  syncOnCommit?: boolean;
+  poolSize?: number;
+}
+
+export async function openDb(opts: OpenOptions): Promise<Db> {
+  if (opts.databaseUrl) {
+    const { openPostgres } = await import('./postgres.js');
+    return openPostgres(opts.databaseUrl, opts.poolSize ?? 8);
+  }
+  const { openPglite } = await import('./pglite.js');
+  // DATA_DIR holds the PostgreSQL data directory in pg/, beside our own files.
+  return openPglite(opts.dataDir ? `${opts.dataDir}/pg` : undefined, opts.syncOnCommit ?? true);
+}

@@ -1,0 +1,44 @@
+import type { Queryable } from './db.js';
+
+export interface EventRecord {
+  event_id: string;
+  product_id: string;
+  product_version: string;
+  category: string;
+  name: string;
+  occurred_at: string;
+  actor_id: string;
+  session_id: string | null;
+  account_id: string | null;
+  license_id: string | null;
+  properties: Record<string, string | number | boolean> | null;
+  schema_version: string | null;
+}
+
+/**
+ * Writes a batch of accepted events in one statement and returns the ids that were new.
+ * Ids already stored for this tenant are skipped by the unique index (the caller reports them
+ * as duplicates). The caller sorts by event_id so that concurrent batches lock in one order.
+ */
+export async function insertEvents(q: Queryable, tenantId: string, receivedAt: Date, events: EventRecord[]): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const rows = await q.query<{ event_id: string }>(
+    `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at,
+                         actor_id, session_id, account_id, license_id, properties, schema_version)
+     SELECT $1, r.event_id, r.product_id, r.product_version, r.category, r.name, r.occurred_at, $2,
+            r.actor_id, r.session_id, r.account_id, r.license_id, r.properties, r.schema_version
+       FROM json_to_recordset($3::json) AS r(event_id uuid, product_id uuid, product_version text, category text, name text,
+            occurred_at timestamptz, actor_id text, session_id uuid, account_id text, license_id text, properties jsonb,
+            schema_version text)
+     ON CONFLICT (tenant_id, event_id) DO NOTHING
+     RETURNING event_id`,
+    [tenantId, receivedAt, JSON.stringify(events)],
+  );
+  return new Set(rows.map((r) => r.event_id));
+}
+
+/** Counts events of a tenant (tests, benchmarks, operators). */
+export async function countEvents(q: Queryable, tenantId: string): Promise<number> {
+  const [row] = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenantId]);
+  return row?.n ?? 0;
+}

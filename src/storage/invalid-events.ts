@@ -1,0 +1,112 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Queryable } from './db.js';
+import { iso } from './rows.js';
+
+export type RecordKind = 'event' | 'session' | 'session_end' | 'exception' | 'identify';
+
+export interface DeadLetter {
+  kind: RecordKind;
+  reason: string;
+  message: string;
+  product: string | null;
+  payload: string;
+}
+
+const PAYLOAD_LIMIT = 8192;
+
+/** The raw element as JSON, cut to 8 KB of UTF-8 at a code-point boundary. */
+export function deadLetterPayload(raw: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(raw) ?? 'null';
+  } catch {
+    text = '"<unserialisable element>"'; // e.g. nesting too deep for JSON.stringify
+  }
+  if (text.length * 3 <= PAYLOAD_LIMIT || Buffer.byteLength(text) <= PAYLOAD_LIMIT) return text;
+  const buf = Buffer.from(text).subarray(0, PAYLOAD_LIMIT);
+  // Drop a partial UTF-8 sequence at the end rather than store U+FFFD.
+  let end = buf.length;
+  let i = end - 1;
+  while (i >= 0 && (buf[i]! & 0xc0) === 0x80) i--;
+  if (i >= 0) {
+    const lead = buf[i]!;
+    const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    if (end - i < need) end = i;
+  }
+  return buf.subarray(0, end).toString('utf8');
+}
+
+export async function insertDeadLetters(
+  q: Queryable,
+  tenantId: string,
+  apiKeyId: string | null,
+  receivedAt: Date,
+  letters: DeadLetter[],
+): Promise<void> {
+  if (letters.length === 0) return;
+  await q.query(
+    `INSERT INTO invalid_events (id, tenant_id, kind, reason, message, product, payload, api_key_id, received_at)
+     SELECT r.id, $1, r.kind, r.reason, r.message, r.product, r.payload, $2, $3
+       FROM json_to_recordset($4::json) AS r(id uuid, kind text, reason text, message text, product text, payload text)`,
+    [tenantId, apiKeyId, receivedAt, JSON.stringify(letters.map((l) => ({ id: uuidv7(), ...l })))],
+  );
+}
+
+export interface InvalidEventFilter {
+  product?: string | undefined;
+  reason?: string | undefined;
+  kind?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  beforeId?: string | undefined;
+  limit: number;
+}
+
+export interface InvalidEventRow {
+  id: string;
+  kind: string;
+  reason: string;
+  message: string;
+  product: string | null;
+  payload: unknown;
+  api_key_id: string | null;
+  received_at: string;
+}
+
+export async function listDeadLetters(q: Queryable, tenantId: string, f: InvalidEventFilter): Promise<InvalidEventRow[]> {
+  const rows = await q.query(
+    `SELECT id, kind, reason, message, product, payload, api_key_id, received_at FROM invalid_events
+      WHERE tenant_id = $1
+        AND ($2::text IS NULL OR product = $2) AND ($3::text IS NULL OR reason = $3) AND ($4::text IS NULL OR kind = $4)
+        AND ($5::timestamptz IS NULL OR received_at >= $5) AND ($6::timestamptz IS NULL OR received_at < $6)
+        AND ($7::uuid IS NULL OR id < $7)
+      ORDER BY id DESC LIMIT $8`,
+    [tenantId, f.product ?? null, f.reason ?? null, f.kind ?? null, f.since ?? null, f.until ?? null, f.beforeId ?? null, f.limit],
+  );
+  return rows.map((r) => {
+    let payload: unknown = r.payload;
+    try {
+      payload = JSON.parse(r.payload as string);
+    } catch {
+      // truncated payloads are returned as the text that was kept
+    }
+    return {
+      id: r.id as string,
+      kind: r.kind as string,
+      reason: r.reason as string,
+      message: r.message as string,
+      product: (r.product as string | null) ?? null,
+      payload,
+      api_key_id: (r.api_key_id as string | null) ?? null,
+      received_at: iso(r.received_at)!,
+    };
+  });
+}
+
+export async function purgeDeadLetters(q: Queryable, olderThan: Date, limit: number): Promise<number> {
+  const rows = await q.query(
+    'DELETE FROM invalid_events WHERE id IN (SELECT id FROM invalid_events WHERE received_at < $1 LIMIT $2) RETURNING id',
+    [olderThan, limit],
+  );
+  return rows.length;
+}

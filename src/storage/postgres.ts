@@ -1,0 +1,118 @@
+import pg from 'pg';
+import { StoreUnavailableError } from '../errors.js';
+import type { Db, Queryable } from './db.js';
+
+// int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+/** Errors that mean "the store is not there right now", as opposed to a bad query. */
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (!e) return false;
+  if (typeof e.code === 'string') {
+    if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/.test(e.code)) return true;
+    // 08: connection exception, 57P0x: shutdown / cannot connect now, 57014: statement timeout, 53300: too many connections
+    if (/^(08...|57P0.|57014|53300)$/.test(e.code)) return true;
+  }
+  return /timeout|Connection terminated|not queryable|Client has encountered a connection error/i.test(e.message ?? '');
+}
+
+function wrap(err: unknown): never {
+  if (isUnavailable(err)) throw new StoreUnavailableError(err);
+  throw err;
+}
+
+export function openPostgres(url: string, max: number): Db {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: 3000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: 15_000,
+    query_timeout: 20_000,
+  });
+  // An idle client losing its connection (server restart) must not crash the process.
+  pool.on('error', () => {});
+
+  const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[]): Promise<T[]> => {
+    try {
+      const res = await client.query(sql, params as unknown[]);
+      return res.rows as T[];
+    } catch (err) {
+      return wrap(err);
+    }
+  };
+
+  const queryable = (client: pg.Pool | pg.PoolClient): Queryable => ({
+    query: (sql, params) => run(client, sql, params),
+    exec: async (sql) => {
+      await run(client, sql);
+    },
+  });
+
+  const connect = async (): Promise<pg.PoolClient> => {
+    try {
+      return await pool.connect();
+    } catch (err) {
+      return wrap(err);
+    }
+  };
+
+  const db: Db = {
+    kind: 'postgres',
+    ...queryable(pool),
+    async tx(fn) {
+      const client = await connect();
+      const q = queryable(client);
+      let broken = false;
+      try {
+        await q.query('BEGIN');
+        const result = await fn(q);
+        await q.query('COMMIT');
+        return result;
+      } catch (err) {
+        broken = err instanceof StoreUnavailableError;
+        if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async tryWithLock(key, fn) {
+      const client = await connect();
+      const q = queryable(client);
+      try {
+        const [row] = await q.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key]);
+        if (!row?.ok) return undefined;
+        try {
+          return await fn(q);
+        } finally {
+          await q.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async withLock(key, fn) {
+      const client = await connect();
+      const q = queryable(client);
+      try {
+        await q.query('SELECT pg_advisory_lock($1)', [key]);
+        try {
+          return await fn(q);
+        } finally {
+          await q.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      await run(pool, 'SELECT 1');
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+  return db;
+}

@@ -1,0 +1,92 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Queryable } from './db.js';
+import { iso } from './rows.js';
+
+export interface ProductRow {
+  id: string;
+  slug: string;
+  name: string;
+  status: 'active' | 'deleting';
+  strict_versions_enabled: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+const COLUMNS = 'id, slug, name, status, strict_versions_enabled, created_at, updated_at';
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function toProduct(r: Record<string, unknown>): ProductRow {
+  return {
+    id: r.id as string,
+    slug: r.slug as string,
+    name: r.name as string,
+    status: r.status as ProductRow['status'],
+    strict_versions_enabled: r.strict_versions_enabled as boolean,
+    created_at: iso(r.created_at)!,
+    updated_at: iso(r.updated_at)!,
+  };
+}
+
+/** Inserts a product; undefined when the tenant already has one with this slug. */
+export async function insertProduct(q: Queryable, tenantId: string, slug: string, name: string): Promise<ProductRow | undefined> {
+  const rows = await q.query(
+    `INSERT INTO products (id, tenant_id, slug, name) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (tenant_id, slug) DO NOTHING RETURNING ${COLUMNS}`,
+    [uuidv7(), tenantId, slug, name],
+  );
+  return rows[0] ? toProduct(rows[0]) : undefined;
+}
+
+/** A product by its id or its slug. */
+export async function findProduct(q: Queryable, tenantId: string, idOrSlug: string): Promise<ProductRow | undefined> {
+  const rows = UUID_RE.test(idOrSlug)
+    ? await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND (id = $2::uuid OR slug = $3) ORDER BY (id = $2::uuid) DESC LIMIT 1`, [tenantId, idOrSlug, idOrSlug])
+    : await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND slug = $2`, [tenantId, idOrSlug]);
+  return rows[0] ? toProduct(rows[0]) : undefined;
+}
+
+export async function listProducts(q: Queryable, tenantId: string, limit: number, afterId: string | undefined): Promise<ProductRow[]> {
+  const rows = await q.query(
+    `SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid) ORDER BY id LIMIT $3`,
+    [tenantId, afterId ?? null, limit],
+  );
+  return rows.map(toProduct);
+}
+
+export async function updateProduct(
+  q: Queryable,
+  tenantId: string,
+  productId: string,
+  patch: { strict_versions_enabled?: boolean; name?: string },
+): Promise<ProductRow | undefined> {
+  const rows = await q.query(
+    `UPDATE products SET strict_versions_enabled = coalesce($3, strict_versions_enabled), name = coalesce($4, name), updated_at = now()
+      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, productId, patch.strict_versions_enabled ?? null, patch.name ?? null],
+  );
+  return rows[0] ? toProduct(rows[0]) : undefined;
+}
+
+export async function markProductDeleting(q: Queryable, tenantId: string, productId: string): Promise<ProductRow | undefined> {
+  const rows = await q.query(
+    `UPDATE products SET status = 'deleting', updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, productId],
+  );
+  return rows[0] ? toProduct(rows[0]) : undefined;
+}
+
+export interface ProductForIngest {
+  id: string;
+  slug: string;
+  status: string;
+  strict: boolean;
+}
+
+/** The batch's products by slug, in one statement. */
+export async function productsBySlugs(q: Queryable, tenantId: string, slugs: string[]): Promise<Map<string, ProductForIngest>> {
+  const rows = await q.query<{ id: string; slug: string; status: string; strict_versions_enabled: boolean }>(
+    'SELECT id, slug, status, strict_versions_enabled FROM products WHERE tenant_id = $1 AND slug = ANY($2::text[])',
+    [tenantId, slugs],
+  );
+  return new Map(rows.map((r) => [r.slug, { id: r.id, slug: r.slug, status: r.status, strict: r.strict_versions_enabled }]));
+}

@@ -1,0 +1,126 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Queryable } from './db.js';
+import type { Permission } from '../domain/keys.js';
+import { generateApiKey } from '../domain/keys.js';
+import type { PlanName } from '../domain/plans.js';
+import { iso } from './rows.js';
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  plan: PlanName;
+  account_context_enabled: boolean;
+  subscription_status: 'active' | 'cancelled';
+  cancelled_at: string | null;
+  trial_ends_at: string | null;
+  cycle_anchor: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface IssuedKey {
+  id: string;
+  name: string;
+  key: string;
+  permissions: Permission[];
+}
+
+const COLUMNS = `id, name, plan, account_context_enabled, subscription_status, cancelled_at, trial_ends_at,
+  cycle_anchor, created_at, updated_at`;
+
+function toTenant(r: Record<string, unknown>): TenantRow {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    plan: r.plan as PlanName,
+    account_context_enabled: r.account_context_enabled as boolean,
+    subscription_status: r.subscription_status as 'active' | 'cancelled',
+    cancelled_at: iso(r.cancelled_at),
+    trial_ends_at: iso(r.trial_ends_at),
+    cycle_anchor: iso(r.cycle_anchor)!,
+    created_at: iso(r.created_at)!,
+    updated_at: iso(r.updated_at)!,
+  };
+}
+
+export async function insertTenant(
+  q: Queryable,
+  t: { name: string; plan: PlanName; accountContextEnabled: boolean; trialEndsAt: Date | null; now: Date },
+): Promise<TenantRow> {
+  const rows = await q.query(
+    `INSERT INTO tenants (id, name, plan, account_context_enabled, trial_ends_at, cycle_anchor, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $6) RETURNING ${COLUMNS}`,
+    [uuidv7(), t.name, t.plan, t.accountContextEnabled, t.trialEndsAt, t.now],
+  );
+  return toTenant(rows[0]!);
+}
+
+export async function getTenant(q: Queryable, tenantId: string): Promise<TenantRow | undefined> {
+  const rows = await q.query(`SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [tenantId]);
+  return rows[0] ? toTenant(rows[0]) : undefined;
+}
+
+export async function countTenants(q: Queryable): Promise<number> {
+  const [row] = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants');
+  return row?.n ?? 0;
+}
+
+export async function updateTenant(
+  q: Queryable,
+  tenantId: string,
+  patch: Partial<{ plan: PlanName; subscription_status: 'active' | 'cancelled'; cancelled_at: Date | null; trial_ends_at: Date | null; account_context_enabled: boolean }>,
+): Promise<TenantRow | undefined> {
+  const sets: string[] = [];
+  const params: unknown[] = [tenantId];
+  for (const [col, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    params.push(value);
+    sets.push(`${col} = $${params.length}`);
+  }
+  if (sets.length === 0) return getTenant(q, tenantId);
+  const rows = await q.query(`UPDATE tenants SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, params);
+  return rows[0] ? toTenant(rows[0]) : undefined;
+}
+
+export async function insertApiKey(
+  q: Queryable,
+  tenantId: string,
+  name: string,
+  permissions: Permission[],
+): Promise<IssuedKey> {
+  const { key, prefix, hash } = generateApiKey();
+  const id = uuidv7();
+  await q.query(
+    'INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, permissions) VALUES ($1, $2, $3, $4, $5, $6)',
+    [id, tenantId, name, prefix, hash, permissions],
+  );
+  return { id, name, key, permissions };
+}
+
+/** Revokes a key of this tenant; false when the tenant has no such key. */
+export async function revokeApiKey(q: Queryable, tenantId: string, keyId: string): Promise<boolean> {
+  const rows = await q.query(
+    'UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2 RETURNING id',
+    [tenantId, keyId],
+  );
+  return rows.length > 0;
+}
+
+export interface KeyPrincipal {
+  keyId: string;
+  permissions: Permission[];
+  tenant: TenantRow;
+}
+
+/** The live key with this hash and its tenant, in one round trip. */
+export async function findKeyByHash(q: Queryable, hash: string): Promise<KeyPrincipal | undefined> {
+  const rows = await q.query(
+    `SELECT k.id AS key_id, k.permissions, ${COLUMNS.split(',').map((c) => 't.' + c.trim()).join(', ')}
+       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+    [hash],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return { keyId: r.key_id as string, permissions: r.permissions as Permission[], tenant: toTenant(r) };
+}

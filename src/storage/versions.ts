@@ -1,0 +1,86 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { Queryable } from './db.js';
+import { iso, isoDate } from './rows.js';
+
+export interface VersionRow {
+  id: string;
+  product_id: string;
+  product_version: string;
+  status: 'active' | 'archived';
+  release_date: string | null;
+  source: 'registered' | 'auto';
+  created_at: string;
+  first_seen: string | null;
+  last_seen: string | null;
+}
+
+const COLUMNS = 'id, product_id, version, status, release_date, source, created_at, first_seen, last_seen';
+
+function toVersion(r: Record<string, unknown>): VersionRow {
+  return {
+    id: r.id as string,
+    product_id: r.product_id as string,
+    product_version: r.version as string,
+    status: r.status as VersionRow['status'],
+    release_date: isoDate(r.release_date),
+    source: r.source as VersionRow['source'],
+    created_at: iso(r.created_at)!,
+    first_seen: iso(r.first_seen),
+    last_seen: iso(r.last_seen),
+  };
+}
+
+export async function listVersions(q: Queryable, tenantId: string, productId: string, limit: number, afterId: string | undefined): Promise<VersionRow[]> {
+  const rows = await q.query(
+    `SELECT ${COLUMNS} FROM product_versions
+      WHERE tenant_id = $1 AND product_id = $2 AND ($3::uuid IS NULL OR id > $3::uuid) ORDER BY id LIMIT $4`,
+    [tenantId, productId, afterId ?? null, limit],
+  );
+  return rows.map(toVersion);
+}
+
+/** Status of each (product, version) pair of a batch that is already known, keyed "productId\u0001version". */
+export async function versionStatuses(q: Queryable, tenantId: string, productIds: string[], versions: string[]): Promise<Map<string, string>> {
+  if (productIds.length === 0) return new Map();
+  const rows = await q.query<{ product_id: string; version: string; status: string }>(
+    `SELECT v.product_id, v.version, v.status FROM product_versions v
+       JOIN unnest($2::uuid[], $3::text[]) AS b(product_id, version) ON v.product_id = b.product_id AND v.version = b.version
+      WHERE v.tenant_id = $1`,
+    [tenantId, productIds, versions],
+  );
+  return new Map(rows.map((r) => [versionKey(r.product_id, r.version), r.status]));
+}
+
+export const versionKey = (productId: string, version: string): string => `${productId}\u0001${version}`;
+
+/**
+ * Registers versions seen for the first time. Race-free: the unique (product_id, version) index
+ * decides, and concurrent batches that bring the same new version make one row. Sorted so that
+ * two batches never lock the same pairs in opposite orders.
+ */
+export async function autoRegisterVersions(
+  q: Queryable,
+  tenantId: string,
+  pairs: { productId: string; version: string }[],
+  seenAt: Date,
+): Promise<void> {
+  if (pairs.length === 0) return;
+  const sorted = [...pairs].sort((a, b) => (a.productId + a.version < b.productId + b.version ? -1 : 1));
+  await q.query(
+    `INSERT INTO product_versions (id, tenant_id, product_id, version, source, first_seen, last_seen)
+     SELECT id, $1, product_id, version, 'auto', $5, $5 FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS b(id, product_id, version)
+     ON CONFLICT (product_id, version) DO NOTHING`,
+    [tenantId, sorted.map(() => uuidv7()), sorted.map((p) => p.productId), sorted.map((p) => p.version), seenAt],
+  );
+}
+
+/** Moves last_seen forward; called off the hot path, throttled by the caller. */
+export async function touchVersions(q: Queryable, tenantId: string, pairs: { productId: string; version: string }[], seenAt: Date): Promise<void> {
+  if (pairs.length === 0) return;
+  await q.query(
+    `UPDATE product_versions v SET last_seen = greatest(v.last_seen, $4)
+       FROM unnest($2::uuid[], $3::text[]) AS b(product_id, version)
+      WHERE v.tenant_id = $1 AND v.product_id = b.product_id AND v.version = b.version`,
+    [tenantId, pairs.map((p) => p.productId), pairs.map((p) => p.version), seenAt],
+  );
+}

@@ -1,0 +1,111 @@
+// Real store, real app: PGlite in memory by default, the PostgreSQL server at TEST_DATABASE_URL
+// when set. Nothing is mocked; each test makes its own tenant through the operator API.
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
+import { buildApp, type AppDeps } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { DEFAULT_PLANS, type PlanName } from '../../src/domain/plans.js';
+import type { App } from '../../src/http/context.js';
+import { openDb, type Db } from '../../src/storage/db.js';
+import { migrate } from '../../src/storage/migrate.js';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface TestApp {
+  app: App;
+  db: Db;
+  config: Config;
+  close(): Promise<void>;
+}
+
+export async function openTestDb(): Promise<Db> {
+  const db = await openDb({ databaseUrl: process.env.TEST_DATABASE_URL, poolSize: 4 });
+  await migrate(db);
+  return db;
+}
+
+export async function startTestApp(overrides: Partial<AppDeps> & { env?: Record<string, string> } = {}): Promise<TestApp> {
+  const db = overrides.db ?? (await openTestDb());
+  const config = loadConfig({ ADMIN_TOKEN, ...overrides.env });
+  const app = await buildApp({ config, db, plans: overrides.plans ?? DEFAULT_PLANS, ...overrides });
+  await app.ready();
+  return {
+    app,
+    db,
+    config,
+    async close() {
+      await app.close();
+      if (!overrides.db) await db.close();
+    },
+  };
+}
+
+export interface Tenant {
+  id: string;
+  ingestKey: string;
+  adminKey: string;
+}
+
+export async function createTenant(app: App, plan: PlanName = 'business', name = 'test'): Promise<Tenant> {
+  const res = await app.inject({ method: 'POST', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name, plan } });
+  if (res.statusCode !== 201) throw new Error(`create tenant: ${res.statusCode} ${res.body}`);
+  const body = res.json();
+  return {
+    id: body.tenant.id,
+    ingestKey: body.api_keys.find((k: { permissions: string[] }) => k.permissions.length === 1).key,
+    adminKey: body.api_keys.find((k: { permissions: string[] }) => k.permissions.length === 4).key,
+  };
+}
+
+export async function createProduct(app: App, key: string, slug = 'app'): Promise<{ id: string; slug: string }> {
+  const res = await app.inject({ method: 'POST', url: '/v1/products', headers: { authorization: `Bearer ${key}` }, payload: { slug, name: slug } });
+  if (res.statusCode !== 201) throw new Error(`create product: ${res.statusCode} ${res.body}`);
+  return res.json();
+}
+
+/** A tenant with a product "app", ready to ingest. */
+export async function tenantWithProduct(app: App, plan: PlanName = 'business'): Promise<Tenant & { productId: string }> {
+  const t = await createTenant(app, plan);
+  const p = await createProduct(app, t.adminKey, 'app');
+  return { ...t, productId: p.id };
+}
+
+export function event(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    event_id: uuidv7(),
+    category: 'ui',
+    name: 'click',
+    timestamp: '2026-01-02T03:04:05.678Z',
+    actor_id: 'actor-1',
+    product: 'app',
+    product_version: '1.0.0',
+    properties: { button: 'save', count: 3, ok: true },
+    ...overrides,
+  };
+}
+
+export function postEvents(app: App, key: string, body: unknown, extra: Partial<InjectOptions> = {}): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: 'POST',
+    url: '/v1/events',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(extra.headers as Record<string, string>) },
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+    ...(extra.query ? { query: extra.query } : {}),
+  });
+}
+
+export function get(app: App, key: string, url: string): Promise<LightMyRequestResponse> {
+  return app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+}
+
+export async function countStored(db: Db, tenantId: string): Promise<number> {
+  const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenantId]);
+  return row!.n;
+}
+
+/** The single result of a one-event batch. */
+export async function judge(app: App, key: string, e: unknown): Promise<{ status: string; reason?: string; message?: string; code: number }> {
+  const res = await postEvents(app, key, [e]);
+  if (res.statusCode !== 200 && res.statusCode !== 207) throw new Error(`batch: ${res.statusCode} ${res.body}`);
+  return { ...res.json().results[0], code: res.statusCode };
+}
