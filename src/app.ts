@@ -29,6 +29,8 @@ export interface AppDeps {
   limiter?: RateLimiter;
   logger?: FastifyServerOptions['logger'];
   now?: () => Date;
+  /** How long a whole request may take to arrive (slow headers or body): 30 s unless a test shortens it. */
+  requestTimeoutMs?: number;
 }
 
 /** Logs never carry the API key: no headers, and no query string (where a misplaced key could sit). */
@@ -48,7 +50,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     logger: deps.logger ?? false,
     bodyLimit: LIMITS.bodyBytes,
     // Slow clients: a request must arrive whole within 30 s; idle sockets close after 75 s.
-    requestTimeout: 30_000,
+    requestTimeout: deps.requestTimeoutMs ?? 30_000,
     connectionTimeout: 75_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,

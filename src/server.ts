@@ -1,5 +1,3 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { buildApp, loggerOptions } from './app.js';
@@ -8,29 +6,9 @@ import { createTenant } from './admin/operations.js';
 import { loadPlans, type Plans } from './domain/plans.js';
 import { openDb, type Db } from './storage/db.js';
 import { migrate } from './storage/migrate.js';
+import { releaseEmbeddedLock, takeEmbeddedLock } from './storage/embedded-lock.js';
 import { insertProduct } from './storage/products.js';
 import { countTenants } from './storage/tenants.js';
-
-/** The embedded store has one owner process; the lock file lets the admin CLI tell. */
-export function embeddedLockPath(config: Config): string {
-  return join(config.dataDir, 'tally.pid');
-}
-
-function takeEmbeddedLock(config: Config): void {
-  const path = embeddedLockPath(config);
-  if (existsSync(path)) {
-    const pid = Number(readFileSync(path, 'utf8'));
-    let alive = false;
-    try {
-      alive = pid > 0 && pid !== process.pid && process.kill(pid, 0);
-    } catch {
-      alive = false;
-    }
-    if (alive) throw new Error(`another Tally process (pid ${pid}) is using ${config.dataDir}; the embedded store has one owner`);
-  }
-  mkdirSync(config.dataDir, { recursive: true });
-  writeFileSync(path, String(process.pid));
-}
 
 /** First start with an empty store: a demo tenant and product, and a curl that sends a first event. */
 async function seedDemo(db: Db, plans: Plans, config: Config): Promise<string | undefined> {
@@ -73,7 +51,7 @@ export async function main(): Promise<void> {
   const log = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
   const plans = loadPlans(config.plansFile);
   if (!config.databaseUrl) {
-    takeEmbeddedLock({ ...config });
+    takeEmbeddedLock(config.dataDir);
     log.warn(`embedded store in ${config.dataDir} (PGlite, on this thread): for trials and small installs; set DATABASE_URL for production`);
   }
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, syncOnCommit: config.embeddedSync === 'commit' });
@@ -98,7 +76,7 @@ export async function main(): Promise<void> {
     try {
       await app.close(); // stops accepting, answers 503 on kept-alive sockets, waits for in-flight requests
       await db.close();
-      if (!config.databaseUrl) rmSync(embeddedLockPath(config), { force: true });
+      if (!config.databaseUrl) releaseEmbeddedLock(config.dataDir);
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');

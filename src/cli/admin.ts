@@ -1,0 +1,138 @@
+// The operator CLI: `npm run admin -- <command>`. The same operations as /admin/v1, and the same JSON.
+// With --url (and ADMIN_TOKEN) it calls a running server; otherwise it opens the store itself
+// (DATABASE_URL, or the embedded store in DATA_DIR when no server holds it).
+import { parseArgs } from 'node:util';
+import * as ops from '../admin/operations.js';
+import { loadConfig } from '../config.js';
+import { AppError } from '../errors.js';
+import { isPermission, type Permission } from '../domain/keys.js';
+import { isPlanName, loadPlans } from '../domain/plans.js';
+import { openDb } from '../storage/db.js';
+import { embeddedOwner } from '../storage/embedded-lock.js';
+import { migrate } from '../storage/migrate.js';
+
+const USAGE = `usage: npm run admin -- <command> [options]
+
+commands:
+  create-tenant --name NAME --plan PLAN       create a tenant; prints {tenant, api_keys}
+  show-tenant ID                              plan, billing state and usage
+  usage ID                                    usage of the current billing period
+  set-plan ID PLAN                            change plan (trial|starter|pro|business|enterprise)
+  cancel ID                                   cancel the subscription
+  reactivate ID                               reactivate a cancelled subscription
+  issue-key ID --permissions P,P [--name N]   issue a key (ingest, read, manage_products, view_accounts)
+  revoke-key ID KEY_ID                        revoke a key
+
+options:
+  --url URL     call a running server's /admin/v1 (needs ADMIN_TOKEN in the environment)
+  --help`;
+
+type Call = { method: string; path: string; body?: unknown; local: (deps: ops.AdminDeps) => Promise<unknown> };
+
+function plan(p: string | undefined): ops.TenantView['plan'] {
+  if (!isPlanName(p)) throw new Error(`plan must be one of trial, starter, pro, business, enterprise (got ${p ?? 'nothing'})`);
+  return p;
+}
+
+function permissions(list: string | undefined): Permission[] {
+  const ps = (list ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (ps.length === 0 || !ps.every(isPermission)) throw new Error('--permissions takes a comma-separated list of ingest, read, manage_products, view_accounts');
+  return ps as Permission[];
+}
+
+function route(command: string, args: string[], opts: { name?: string | undefined; plan?: string | undefined; permissions?: string | undefined }): Call {
+  const need = (i: number, what: string) => {
+    const v = args[i];
+    if (!v) throw new Error(`${command}: missing ${what}`);
+    return v;
+  };
+  switch (command) {
+    case 'create-tenant': {
+      if (!opts.name) throw new Error('create-tenant: --name is required');
+      const body = { name: opts.name, plan: plan(opts.plan) };
+      return { method: 'POST', path: '/admin/v1/tenants', body, local: (d) => ops.createTenant(d, body) };
+    }
+    case 'show-tenant': {
+      const id = need(0, 'tenant id');
+      return { method: 'GET', path: `/admin/v1/tenants/${id}`, local: (d) => ops.showTenant(d, id) };
+    }
+    case 'usage': {
+      const id = need(0, 'tenant id');
+      return { method: 'GET', path: `/admin/v1/tenants/${id}`, local: async (d) => (await ops.showTenant(d, id)).usage };
+    }
+    case 'set-plan': {
+      const id = need(0, 'tenant id');
+      const body = { plan: plan(need(1, 'plan')) };
+      return { method: 'PATCH', path: `/admin/v1/tenants/${id}`, body, local: (d) => ops.patchTenant(d, id, body) };
+    }
+    case 'cancel': {
+      const id = need(0, 'tenant id');
+      return { method: 'POST', path: `/admin/v1/tenants/${id}/subscription/cancel`, local: (d) => ops.cancelSubscription(d, id) };
+    }
+    case 'reactivate': {
+      const id = need(0, 'tenant id');
+      return { method: 'POST', path: `/admin/v1/tenants/${id}/subscription/reactivate`, local: (d) => ops.reactivateSubscription(d, id) };
+    }
+    case 'issue-key': {
+      const id = need(0, 'tenant id');
+      const body = { name: opts.name ?? 'key', permissions: permissions(opts.permissions) };
+      return { method: 'POST', path: `/admin/v1/tenants/${id}/keys`, body, local: (d) => ops.issueKey(d, id, body) };
+    }
+    case 'revoke-key': {
+      const id = need(0, 'tenant id');
+      const keyId = need(1, 'key id');
+      return { method: 'DELETE', path: `/admin/v1/tenants/${id}/keys/${keyId}`, local: async (d) => (await ops.revokeKey(d, id, keyId), { revoked: keyId }) };
+    }
+    default:
+      throw new Error(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, plan: { type: 'string' }, permissions: { type: 'string' }, url: { type: 'string' }, help: { type: 'boolean' } },
+  });
+  const [command, ...args] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  const call = route(command, args, values);
+  const config = loadConfig();
+
+  if (values.url) {
+    if (!config.adminToken) throw new Error('--url needs ADMIN_TOKEN in the environment');
+    const res = await fetch(new URL(call.path, values.url), {
+      method: call.method,
+      headers: { authorization: `Bearer ${config.adminToken}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
+      ...(call.body ? { body: JSON.stringify(call.body) } : {}),
+    });
+    const text = await res.text();
+    const out = command === 'usage' && res.ok ? JSON.stringify((JSON.parse(text) as ops.TenantView).usage, null, 2) : text;
+    console.log(out || JSON.stringify({ status: res.status }));
+    return res.ok ? 0 : 1;
+  }
+
+  const owner = config.databaseUrl ? undefined : embeddedOwner(config.dataDir);
+  if (owner) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir}; use --url http://localhost:${config.port} with ADMIN_TOKEN set`);
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  try {
+    await migrate(db);
+    const result = await call.local({ db, plans: loadPlans(config.plansFile), trialDays: config.trialDays });
+    console.log(JSON.stringify(result, null, 2));
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof AppError) console.error(JSON.stringify({ status: err.status, code: err.code, detail: err.message }));
+    else console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);
