@@ -2,6 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { mkdirSync, existsSync } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { StoreUnavailableError } from '../errors.js';
 import type { Db, Queryable } from './db.js';
 
 // The embedded store. PGlite is PostgreSQL compiled to WebAssembly, running on this thread with
@@ -76,6 +77,7 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
   }
 
   const query = async <T>(q: Pick<PGlite, 'query'>, sql: string, params?: unknown[]): Promise<T[]> => {
+    if (pg.closed) throw new StoreUnavailableError();
     const res = await q.query<T>(sql, params as unknown[]);
     return res.rows;
   };
@@ -106,7 +108,7 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
       return fn(db);
     },
     async ping() {
-      await pg.query('SELECT 1');
+      await query(pg, 'SELECT 1');
     },
     async close() {
       if (checkpointTimer) clearInterval(checkpointTimer);

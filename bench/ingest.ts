@@ -1,0 +1,296 @@
+// Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same insertEvents statement, no HTTP, no validation.
+// Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
+//        [--latency-duration 5] [--profile DIR]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomFillSync, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
+import { openDb, type Db } from '../src/storage/db.js';
+import { insertEvents, type EventRecord } from '../src/storage/events.js';
+import { migrate } from '../src/storage/migrate.js';
+
+const { values: opt } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'pglite' },
+    duration: { type: 'string', default: '15' },
+    concurrency: { type: 'string', default: '4' },
+    runs: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '5' },
+    'latency-duration': { type: 'string', default: '5' },
+    profile: { type: 'string' },
+  },
+});
+const STORE = opt.store === 'postgres' ? 'postgres' : opt.store === 'pglite' ? 'pglite' : fail(`--store must be pglite or postgres, got ${opt.store}`);
+const [DURATION, CONCURRENCY, RUNS, WARMUP, LAT_DURATION] = [opt.duration, opt.concurrency, opt.runs, opt.warmup, opt['latency-duration']].map(Number) as [number, number, number, number, number];
+const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ADMIN_TOKEN = randomUUID();
+const tmp = mkdtempSync(join(tmpdir(), 'tally-bench-'));
+
+function fail(msg: string): never {
+  console.error(msg);
+  process.exit(2);
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
+const r0 = (n: number) => Math.round(n);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- Event ids: UUIDv7 from the uuid package, with our own counter and a pooled random source
+// (v7() without options asks the CSPRNG for 16 bytes per id: ~350k ids/s, a third of a core at 100k events/s).
+const randomPool = Buffer.alloc(16 * 4096);
+let poolAt = randomPool.length;
+let seq = 0;
+function nextId(msecs: number): string {
+  if (poolAt === randomPool.length) (randomFillSync(randomPool), (poolAt = 0));
+  return uuidv7({ random: randomPool.subarray(poolAt, (poolAt += 16)), msecs, seq: seq++ });
+}
+
+// ---- Realistic events: 200 actors in 20 accounts, 2-3 licenses per account, 5 versions, 3-8 mostly-string properties.
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
+const NAMES = [['app', 'started'], ['ui', 'screen_viewed'], ['ui', 'button_clicked'], ['editor', 'document_saved'], ['editor', 'document_opened'], ['export', 'pdf_exported'], ['search', 'query_run'], ['sync', 'completed']] as const;
+const VERSIONS = ['3.2.1', '3.2.1', '3.2.0', '3.3.0-beta.2', '3.1.4', '2.9.12'];
+const PROPS: [string, () => string | number | boolean][] = [
+  ['screen', () => pick(['home', 'settings', 'editor', 'billing', 'reports', 'onboarding/step-2'])],
+  ['button', () => pick(['save', 'cancel', 'export', 'share', 'upgrade_now'])],
+  ['theme', () => pick(['dark', 'light', 'system'])],
+  ['locale', () => pick(['en-US', 'de-DE', 'fr-FR', 'ja-JP', 'pt-BR'])],
+  ['os', () => pick(['Windows 11 23H2', 'macOS 14.5', 'Ubuntu 24.04', 'iOS 17.5'])],
+  ['plan', () => pick(['free', 'pro', 'team', 'enterprise'])],
+  ['source', () => pick(['toolbar', 'menu', 'shortcut', 'context_menu'])],
+  ['feature_flag', () => pick(['new-editor', 'fast-sync', 'ai-assist-v2'])],
+  ['result', () => pick(['ok', 'cancelled', 'error:timeout'])],
+  ['duration_ms', () => Math.floor(Math.random() * 5000)],
+  ['offline', () => Math.random() < 0.1],
+];
+const SESSIONS = Array.from({ length: 200 }, () => uuidv7());
+const PLACEHOLDER = 'ffffffff-ffff-7fff-bfff-ffffffffffff';
+
+function makeEvent(product: string): Record<string, unknown> {
+  const actor = Math.floor(Math.random() * 200);
+  const [category, name] = pick(NAMES);
+  const props = [...PROPS].sort(() => Math.random() - 0.5).slice(0, 3 + Math.floor(Math.random() * 6));
+  return {
+    event_id: PLACEHOLDER,
+    category,
+    name,
+    timestamp: new Date(Date.now() - Math.floor(Math.random() * 3_600_000)).toISOString(),
+    actor_id: `user-${String(actor).padStart(5, '0')}@acme-${actor % 20}.example`,
+    product,
+    product_version: pick(VERSIONS),
+    session_id: SESSIONS[actor],
+    ...(Math.random() < 0.9 ? { account_id: `acct_${actor % 20}`, license_id: `lic_${actor % 20}_${actor % 3}` } : {}),
+    properties: Object.fromEntries(props.map(([k, v]) => [k, v()])),
+  };
+}
+
+/** A batch body with its id slots: each send copies the bytes and writes fresh ids in place. */
+interface Template { body: Buffer; slots: number[]; records: Omit<EventRecord, 'event_id'>[] }
+function makeTemplate(n: number, productSlug: string, rawProductId: string): Template {
+  const events = Array.from({ length: n }, () => makeEvent(productSlug));
+  const body = Buffer.from(JSON.stringify(events), 'latin1'); // ASCII only, so string offsets are byte offsets
+  const slots: number[] = [];
+  for (let at = body.indexOf(PLACEHOLDER); at >= 0; at = body.indexOf(PLACEHOLDER, at + 1)) slots.push(at);
+  // What validate-fields and resolve-product make of each element: the rows persist() hands to insertEvents.
+  const records = events.map((e) => ({
+    product_id: rawProductId, product_version: e.product_version as string, category: e.category as string, name: e.name as string,
+    occurred_at: e.timestamp as string, actor_id: e.actor_id as string, session_id: e.session_id as string,
+    account_id: (e.account_id as string | undefined) ?? null, license_id: (e.license_id as string | undefined) ?? null,
+    properties: e.properties as EventRecord['properties'], schema_version: null,
+  }));
+  return { body, slots, records };
+}
+function fillBody(t: Template): Buffer {
+  const buf = Buffer.allocUnsafe(t.body.length);
+  t.body.copy(buf);
+  const ms = Date.now();
+  for (const at of t.slots) buf.write(nextId(ms), at, 36, 'latin1');
+  return buf;
+}
+function fillRecords(t: Template): EventRecord[] {
+  const ms = Date.now();
+  return t.records.map((r) => ({ event_id: nextId(ms), ...r })); // ids are monotonic, so already in persist()'s order
+}
+
+// ---- HTTP: keep-alive sockets, one per sender; the response is checked from its first bytes.
+let port = 0;
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+let duplicatesSeen = 0;
+let acked = 0; // events the server acknowledged, checked against its usage counter at the end
+function postEvents(key: string, body: Buffer, expect: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { agent, host: '127.0.0.1', port, method: 'POST', path: '/v1/events', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } },
+      (res) => {
+        let head = '';
+        res.on('data', (chunk: Buffer) => {
+          if (head.length < 40) head += chunk.toString('latin1', 0, 40);
+          if (chunk.includes('"duplicate"')) duplicatesSeen++;
+        });
+        res.on('end', () => (res.statusCode === 200 && head.startsWith(`{"accepted":${expect},"rejected":0`) ? ((acked += expect), resolve()) : reject(new Error(`POST /v1/events: ${res.statusCode} ${head}`))));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+async function api(method: string, path: string, token: string, body?: unknown): Promise<any> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : null });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+// ---- CPU accounting: this process, the server process, the whole machine (so the rest is PostgreSQL and other load).
+const ticks = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((a, b) => a + Number(b), 0) * 10;
+const machine = () => readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1, 9).map(Number);
+function cpuMeter(serverPid: number) {
+  const [c0, s0, m0, t0] = [process.cpuUsage(), ticks(serverPid), machine(), performance.now()];
+  return () => {
+    const ms = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    const m = machine().map((v, i) => v - m0[i]!);
+    const total = m.reduce((a, b) => a + b, 0);
+    return { client: r0(((c.user + c.system) / 1000 / ms) * 100), server: r0(((ticks(serverPid) - s0) / ms) * 100), machine: r0(((total - m[3]! - m[4]!) / total) * 200) };
+  };
+}
+
+/** N workers, each calling `once` back to back until the deadline; counts events and per-call latency. */
+async function closedLoop(workers: number, seconds: number, once: () => Promise<number>) {
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  const latencies: number[] = [];
+  let events = 0;
+  await Promise.all(Array.from({ length: workers }, async () => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      events += await once();
+      latencies.push(performance.now() - t);
+    }
+  }));
+  return { events, seconds: (performance.now() - start) / 1000, latencies };
+}
+
+// ---- Setup: the store, the server, a tenant and a product.
+async function ensurePostgresDatabase(): Promise<void> {
+  const url = new URL(DATABASE_URL);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  const c = new pg.Client({ connectionString: url.toString() });
+  await c.connect();
+  const { rowCount } = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  if (!rowCount) await c.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
+  await c.end();
+}
+async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await new Promise((r) => s.once('listening', r));
+  const p = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return p;
+}
+function startServer(): ChildProcess {
+  const plansFile = join(tmp, 'plans.json');
+  writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
+  if (STORE === 'postgres') env.DATABASE_URL = DATABASE_URL;
+  else delete env.DATABASE_URL;
+  const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  child.stdout!.pipe(process.stderr); // the server's logs and first-start banner; our stdout ends with the JSON line
+  child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
+  return child;
+}
+async function waitReady(): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await sleep(100);
+  }
+  fail('server not ready after 30 s');
+}
+
+async function main(): Promise<void> {
+  if (STORE === 'postgres') await ensurePostgresDatabase();
+  // The raw side: this process's own handle on the same kind of store (PGlite: its own directory, since one process owns a
+  // PGlite directory; PostgreSQL: the same database, another tenant id), migrated like the server, syncOnCommit as its default.
+  const raw: Db = STORE === 'postgres'
+    ? await openDb({ databaseUrl: DATABASE_URL, poolSize: CONCURRENCY })
+    : await openDb({ dataDir: join(tmp, 'raw'), syncOnCommit: true });
+  await migrate(raw);
+  port = await freePort();
+  const server = startServer();
+  await waitReady();
+  const { tenant, api_keys } = await api('POST', '/admin/v1/tenants', ADMIN_TOKEN, { name: 'bench', plan: 'enterprise' });
+  const ingestKey: string = api_keys.find((k: { permissions: string[] }) => k.permissions.length === 1).key;
+  const adminKey: string = api_keys.find((k: { permissions: string[] }) => k.permissions.length === 4).key;
+  await api('POST', '/v1/products', adminKey, { slug: 'desktop-app', name: 'Desktop app' });
+  const rawTenant = uuidv7();
+  const rawProduct = uuidv7();
+
+  const big = Array.from({ length: 16 }, () => makeTemplate(1000, 'desktop-app', rawProduct));
+  const small = Array.from({ length: 16 }, () => makeTemplate(100, 'desktop-app', rawProduct));
+  let next = 0;
+  const sendBig = async () => (await postEvents(ingestKey, fillBody(big[next++ % big.length]!), 1000), 1000);
+  const sendSmall = async () => (await postEvents(ingestKey, fillBody(small[next++ % small.length]!), 100), 100);
+  const insertRaw = async () => (await raw.tx((q) => insertEvents(q, rawTenant, new Date(), fillRecords(big[next++ % big.length]!)))).size;
+
+  const kb = Math.round(big[0]!.body.length / 1000);
+  console.log(`store=${STORE} concurrency=${CONCURRENCY} duration=${DURATION}s runs=${RUNS} body≈${kb} KB/1000 events; server pid ${server.pid}`);
+  console.log(`warm-up: ${WARMUP}s HTTP, ${WARMUP}s raw`);
+  await closedLoop(CONCURRENCY, WARMUP, sendBig);
+  await closedLoop(CONCURRENCY, WARMUP, insertRaw);
+
+  const httpRates: number[] = [], rawRates: number[] = [], p99s: number[] = [];
+  for (let run = 1; run <= RUNS; run++) {
+    let cpu = cpuMeter(server.pid!);
+    const h = await closedLoop(CONCURRENCY, DURATION, sendBig);
+    const hc = cpu();
+    httpRates.push(h.events / h.seconds);
+    cpu = cpuMeter(server.pid!);
+    const r = await closedLoop(CONCURRENCY, DURATION, insertRaw);
+    const rc = cpu();
+    rawRates.push(r.events / r.seconds);
+    console.log(`run ${run}: http ${r0(h.events / h.seconds)} events/s (p50 ${pct(h.latencies, 50).toFixed(1)} ms, p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; cpu % client ${hc.client}, server ${hc.server}, machine ${hc.machine}/200)`);
+    console.log(`run ${run}: raw  ${r0(r.events / r.seconds)} events/s (p50 ${pct(r.latencies, 50).toFixed(1)} ms per 1000-row insert; cpu % bench ${rc.client}, server ${rc.server}, machine ${rc.machine}/200)`);
+    if (r.events !== Math.round(r.events / 1000) * 1000) console.log(`  raw: ${r.events % 1000} rows conflicted (unexpected)`);
+  }
+  // 100-event batches alone (no background load), same number of senders.
+  for (let run = 1; run <= RUNS; run++) {
+    const cpu = cpuMeter(server.pid!);
+    const s = await closedLoop(CONCURRENCY, LAT_DURATION, sendSmall);
+    const sc = cpu();
+    p99s.push(pct(s.latencies, 99));
+    console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (cpu % client ${sc.client}, server ${sc.server}, machine ${sc.machine}/200)`);
+  }
+
+  const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
+  const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  const shown = await api('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
+  console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
+  if (shown.usage.events !== acked || duplicatesSeen > 0) console.log('WARNING: stored count differs from acknowledged events, or duplicates were reported');
+
+  server.removeAllListeners('exit');
+  const exited = new Promise((r) => server.once('exit', r));
+  server.kill('SIGTERM');
+  await exited;
+  await raw.close();
+  agent.destroy();
+  rmSync(tmp, { recursive: true, force: true });
+
+  const events = median(httpRates), rawRate = median(rawRates);
+  console.log(`medians of ${RUNS}: http ${httpRates.map(r0).join(', ')} → ${r0(events)}; raw ${rawRates.map(r0).join(', ')} → ${r0(rawRate)}; p99 100-event ${p99s.map((p) => p.toFixed(1)).join(', ')} ms`);
+  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024) }));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  rmSync(tmp, { recursive: true, force: true });
+  process.exit(1);
+});
