@@ -56,6 +56,9 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
   const pg = new PGlite({
     ...(dataDir ? { dataDir } : {}),
     parsers: { 20: (v: string) => Number(v) },
+    // With fsync off, a checkpoint lets PostgreSQL recycle WAL whose pages may not be on disk yet.
+    // So checkpoints are ours: rare on their own, and each of ours is followed by a full fsync pass.
+    ...(dataDir && syncOnCommit ? { postgresqlconf: ['checkpoint_timeout = 1d', 'max_wal_size = 2GB'] } : {}),
   });
   await pg.waitReady;
 

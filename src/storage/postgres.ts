@@ -14,7 +14,7 @@ function isUnavailable(err: unknown): boolean {
     // 08: connection exception, 57P0x: shutdown / cannot connect now, 57014: statement timeout, 53300: too many connections
     if (/^(08...|57P0.|57014|53300)$/.test(e.code)) return true;
   }
-  return /timeout|Connection terminated|not queryable|Client has encountered a connection error/i.test(e.message ?? '');
+  return /timeout|Connection terminated|not queryable|Client has encountered a connection error|pool after calling end/i.test(e.message ?? '');
 }
 
 function wrap(err: unknown): never {

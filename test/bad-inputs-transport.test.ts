@@ -1,0 +1,375 @@
+// BAD-INPUTS.md 1–6 over app.inject and, where framing or timeouts matter, a real socket; real app, real store (PGlite, or PostgreSQL at TEST_DATABASE_URL); nothing faked.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { countStored, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { assertProblem, deadLetterReasons } from './helpers/verdicts.js';
+
+const MiB = 1_048_576;
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+/** Nothing at all was written for the tenant: no event and no dead letter. */
+async function assertNothingStored(tenantId: string): Promise<void> {
+  assert.equal(await countStored(t.db, tenantId), 0);
+  assert.deepEqual(await deadLetterReasons(t.db, tenantId), []);
+}
+
+/**
+ * A valid batch body of exactly `bytes` bytes of UTF-8: as many events as fit, each carrying three
+ * 256-char property values of `fill`, then spaces before the closing bracket to make up the rest.
+ */
+function bodyOfExactly(bytes: number, fill: string): { body: string; events: number } {
+  const items: string[] = [];
+  let size = 2; // [ ]
+  for (;;) {
+    const item = JSON.stringify(event({ properties: { a: fill.repeat(256), b: fill.repeat(256), c: fill.repeat(256) } }));
+    const added = Buffer.byteLength(item) + (items.length > 0 ? 1 : 0);
+    if (items.length === 1000 || size + added > bytes) break;
+    items.push(item);
+    size += added;
+  }
+  const body = `[${items.join(',')}${' '.repeat(bytes - size)}]`;
+  assert.equal(Buffer.byteLength(body), bytes);
+  return { body, events: items.length };
+}
+
+interface Answer {
+  statusCode: number;
+  headers: Record<string, unknown>;
+  body: string;
+}
+
+/** POST /v1/events over a real socket with no Content-Length: node:http sends the chunks with Transfer-Encoding: chunked. */
+function postChunked(port: number, key: string, chunks: string[]): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/events',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body }));
+    });
+    for (const c of chunks) req.write(c);
+    req.end();
+  });
+}
+
+/**
+ * Streams an endless chunked body (`[` then spaces, honouring backpressure) and never ends it:
+ * the answer can only come from a server that judges the size as the bytes arrive.
+ * Returns the answer and how many bytes had been handed to the socket when it came.
+ */
+function streamWithoutEnd(port: number, key: string, capBytes: number): Promise<Answer & { sentBeforeAnswer: number }> {
+  return new Promise((resolve, reject) => {
+    let sent = 0;
+    let answered = false;
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/events',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`no answer after ${sent} bytes streamed`));
+    }, 20_000);
+    req.on('error', (err) => {
+      if (!answered) {
+        clearTimeout(timer);
+        reject(err);
+      }
+    });
+    req.on('response', (res) => {
+      answered = true;
+      const sentBeforeAnswer = sent;
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => {
+        clearTimeout(timer);
+        req.destroy();
+        resolve({ statusCode: res.statusCode!, headers: res.headers, body, sentBeforeAnswer });
+      });
+    });
+    const chunk = Buffer.alloc(64 * 1024, ' ');
+    req.write('[');
+    sent = 1;
+    const pump = (): void => {
+      while (!answered && sent < capBytes) {
+        sent += chunk.length;
+        if (!req.write(chunk)) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+    };
+    pump();
+  });
+}
+
+describe('BAD-INPUTS transport and framing (lines 1–6)', () => {
+  it('BAD-INPUTS 1: a non-JSON or truncated body is 400 invalid_batch and nothing is stored', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const good = JSON.stringify([event(), event()]);
+    const bodies = [
+      'not json',
+      good.slice(0, Math.floor(good.length / 2)), // cut in the middle of an element
+      good.slice(0, -1), // the closing bracket missing
+      `[${JSON.stringify(event())},]`, // trailing comma
+      `${good}${good}`, // two arrays back to back
+      '',
+    ];
+    for (const body of bodies) {
+      const res = await postEvents(t.app, tenant.ingestKey, body);
+      assertProblem(res, 400, 'invalid_batch');
+    }
+    await assertNothingStored(tenant.id);
+  });
+
+  it('BAD-INPUTS 2: an object, a scalar, null, [] or 1001 elements is 400 invalid_batch; nothing stored', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const bodies = [
+      JSON.stringify(event()), // one event, not wrapped in an array
+      JSON.stringify({ events: [event()] }),
+      '[]',
+      'null',
+      '42',
+      '"[]"',
+      'true',
+      JSON.stringify(Array.from({ length: 1001 }, () => event())),
+    ];
+    for (const body of bodies) {
+      const res = await postEvents(t.app, tenant.ingestKey, body);
+      assertProblem(res, 400, 'invalid_batch');
+    }
+    await assertNothingStored(tenant.id);
+  });
+
+  it('BAD-INPUTS 2: a batch of exactly 1000 events is accepted whole', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const batch = Array.from({ length: 1000 }, () => event());
+    const res = await postEvents(t.app, tenant.ingestKey, batch);
+    assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+    const body = res.json();
+    assert.equal(body.accepted, 1000);
+    assert.equal(body.rejected, 0);
+    assert.equal(body.results.length, 1000);
+    assert.equal(await countStored(t.db, tenant.id), 1000);
+  });
+
+  it('BAD-INPUTS 3: a body of exactly 1,048,576 bytes is processed; one more byte is 413 (ASCII and 3-byte text)', async () => {
+    for (const fill of ['x', '中']) {
+      const tenant = await tenantWithProduct(t.app);
+      const exact = bodyOfExactly(MiB, fill);
+      const res = await postEvents(t.app, tenant.ingestKey, exact.body);
+      assert.equal(res.statusCode, 200, `${fill}: ${res.body.slice(0, 300)}`);
+      assert.equal(res.json().accepted, exact.events);
+      assert.equal(await countStored(t.db, tenant.id), exact.events);
+
+      const other = await tenantWithProduct(t.app);
+      const over = bodyOfExactly(MiB + 1, fill);
+      assertProblem(await postEvents(t.app, other.ingestKey, over.body), 413, 'payload_too_large');
+      await assertNothingStored(other.id);
+    }
+  });
+
+  describe('over a real socket, chunked (no Content-Length)', () => {
+    let port: number;
+    before(async () => {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      port = (t.app.server.address() as AddressInfo).port;
+    });
+
+    it('BAD-INPUTS 3: a chunked body of exactly 1,048,576 bytes is processed; one more byte is 413', async () => {
+      const tenant = await tenantWithProduct(t.app);
+      const exact = bodyOfExactly(MiB, 'é');
+      const chunks = [];
+      for (let i = 0; i < exact.body.length; i += 100_000) chunks.push(exact.body.slice(i, i + 100_000));
+      const ok = await postChunked(port, tenant.ingestKey, chunks);
+      assert.equal(ok.statusCode, 200, ok.body.slice(0, 300));
+      assert.equal(JSON.parse(ok.body).accepted, exact.events);
+      assert.equal(await countStored(t.db, tenant.id), exact.events);
+
+      const other = await tenantWithProduct(t.app);
+      const over = bodyOfExactly(MiB + 1, 'é').body;
+      const tooBig = await postChunked(port, other.ingestKey, [over.slice(0, 500_000), over.slice(500_000)]);
+      assertProblem(tooBig, 413, 'payload_too_large');
+      await assertNothingStored(other.id);
+    });
+
+    it('BAD-INPUTS 3: an endless chunked body gets 413 while it is still arriving (the server does not read to its end)', async () => {
+      const tenant = await tenantWithProduct(t.app);
+      const cap = 64 * MiB;
+      const res = await streamWithoutEnd(port, tenant.ingestKey, cap);
+      assertProblem(res, 413, 'payload_too_large');
+      // Loopback socket buffers hold a few MiB; a server that buffered the body would need all 64.
+      assert.ok(res.sentBeforeAnswer < 16 * MiB, `answered only after ${res.sentBeforeAnswer} bytes`);
+      await assertNothingStored(tenant.id);
+    });
+  });
+
+  it('BAD-INPUTS 4: Content-Encoding gzip (also when it inflates past 1 MiB), deflate or br is 415; nothing stored', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const small = gzipSync(JSON.stringify([event()]));
+    const bomb = gzipSync(`[${JSON.stringify(event())}${' '.repeat(4 * MiB)}]`); // a few KiB that inflate to 4 MiB
+    assert.ok(bomb.length < 64 * 1024);
+    const cases: [string, Buffer][] = [
+      ['gzip', small],
+      ['gzip', bomb],
+      ['GZIP', small],
+      ['deflate', small],
+      ['br', small],
+    ];
+    for (const [encoding, payload] of cases) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/events',
+        headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json', 'content-encoding': encoding },
+        payload,
+      });
+      assertProblem(res, 415, 'unsupported_media_type');
+    }
+    await assertNothingStored(tenant.id);
+
+    // The boundary: an explicit identity encoding is plain JSON.
+    const plain = await postEvents(t.app, tenant.ingestKey, [event()], { headers: { 'content-encoding': 'identity' } });
+    assert.equal(plain.statusCode, 200, plain.body);
+    assert.equal(await countStored(t.db, tenant.id), 1);
+  });
+
+  it('BAD-INPUTS 5: a valid batch sent as text/plain, a form or multipart is 415 and never parsed as events', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const batch = JSON.stringify([event()]);
+    const cases: [string, string][] = [
+      ['text/plain', batch],
+      ['text/plain; charset=utf-8', batch],
+      ['application/x-www-form-urlencoded', `events=${encodeURIComponent(batch)}`],
+      ['application/x-www-form-urlencoded', batch],
+      ['multipart/form-data; boundary=XyZ', `--XyZ\r\nContent-Disposition: form-data; name="events"\r\n\r\n${batch}\r\n--XyZ--\r\n`],
+    ];
+    for (const [type, payload] of cases) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/events',
+        headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': type },
+        payload,
+      });
+      assertProblem(res, 415, 'unsupported_media_type');
+    }
+    await assertNothingStored(tenant.id);
+
+    // The boundary: application/json with a charset parameter is the ingestion format.
+    const json = await postEvents(t.app, tenant.ingestKey, batch, { headers: { 'content-type': 'application/json; charset=utf-8' } });
+    assert.equal(json.statusCode, 200, json.body);
+    assert.equal(await countStored(t.db, tenant.id), 1);
+  });
+});
+
+describe('BAD-INPUTS 6: slow clients', () => {
+  // The production bound (30 s) is too long to wait for in a test. The app's own server is used,
+  // with its request and headers timeouts shortened on the instance before it listens; Node
+  // reads the checking interval when the server starts listening, and otherwise checks every 30 s.
+  const TIMEOUT_MS = 1000;
+  let slow: TestApp;
+  let port: number;
+  before(async () => {
+    slow = await startTestApp();
+    slow.app.server.requestTimeout = TIMEOUT_MS;
+    slow.app.server.headersTimeout = TIMEOUT_MS;
+    slow.app.server.connectionsCheckingInterval = 100;
+    await slow.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (slow.app.server.address() as AddressInfo).port;
+  });
+  after(async () => slow.close());
+
+  /** Opens a socket, writes `head`, then one byte of `drip` every 100 ms until the server closes it. */
+  function trickle(head: string, drip: string): Promise<{ closedAfterMs: number; received: string }> {
+    return new Promise((resolve, reject) => {
+      const started = Date.now();
+      const socket = net.connect(port, '127.0.0.1');
+      let received = '';
+      let ticks = 0;
+      const timer = setInterval(() => {
+        if (++ticks > 150) {
+          clearInterval(timer);
+          socket.destroy();
+          reject(new Error('the server kept a trickling connection open for 15 s'));
+          return;
+        }
+        if (socket.writable) socket.write(drip);
+      }, 100);
+      socket.on('data', (d) => (received += d.toString('latin1')));
+      socket.on('error', () => undefined); // a reset is one way to close
+      socket.on('close', () => {
+        clearInterval(timer);
+        resolve({ closedAfterMs: Date.now() - started, received });
+      });
+      socket.write(head);
+    });
+  }
+
+  it('BAD-INPUTS 6: the app bounds how long a request may take to arrive', async () => {
+    const prod = await startTestApp();
+    try {
+      const server = prod.app.server;
+      assert.ok(server.requestTimeout > 0 && server.requestTimeout <= 60_000, `requestTimeout ${server.requestTimeout}`);
+      assert.ok(server.headersTimeout > 0 && server.headersTimeout <= 60_000, `headersTimeout ${server.headersTimeout}`);
+      assert.ok(server.connectionsCheckingInterval > 0 && server.connectionsCheckingInterval <= 30_000);
+    } finally {
+      await prod.close();
+    }
+  });
+
+  it('BAD-INPUTS 6: slow headers: the connection is closed after the request timeout', async () => {
+    const tenant = await tenantWithProduct(slow.app);
+    const r = await trickle(`POST /v1/events HTTP/1.1\r\nHost: tally\r\nAuthorization: Bearer ${tenant.ingestKey}\r\nX-Slow: `, 'a');
+    assert.ok(r.closedAfterMs >= TIMEOUT_MS - 100, `closed too early (${r.closedAfterMs} ms): ${r.received}`);
+    assert.ok(r.closedAfterMs < TIMEOUT_MS + 3000, `closed after ${r.closedAfterMs} ms`);
+    if (r.received) assert.match(r.received, /^HTTP\/1\.1 408 /);
+    assert.equal(await countStored(slow.db, tenant.id), 0);
+  });
+
+  it('BAD-INPUTS 6: the answer written before a slow request is cut off is a problem+json 408', async () => {
+    // CONTRACT.md: every non-2xx body is RFC 9457 problem details with a code.
+    const tenant = await tenantWithProduct(slow.app);
+    const heads = [
+      `POST /v1/events HTTP/1.1\r\nHost: tally\r\nX-Slow: `,
+      `POST /v1/events HTTP/1.1\r\nHost: tally\r\nAuthorization: Bearer ${tenant.ingestKey}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[`,
+    ];
+    for (const head of heads) {
+      const r = await trickle(head, ' ');
+      if (!r.received) continue; // closing without a word is also allowed
+      const [headers = '', body = ''] = r.received.split('\r\n\r\n');
+      assert.match(headers, /^HTTP\/1\.1 408 /);
+      assert.match(headers, /\r\ncontent-type: application\/problem\+json/i, headers);
+      assert.equal(typeof JSON.parse(body).code, 'string', body);
+    }
+  });
+
+  it('BAD-INPUTS 6: a slow body: the connection is closed after the request timeout and nothing is stored', async () => {
+    const tenant = await tenantWithProduct(slow.app);
+    const head =
+      `POST /v1/events HTTP/1.1\r\nHost: tally\r\nAuthorization: Bearer ${tenant.ingestKey}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n[${JSON.stringify(event())}`;
+    const r = await trickle(head, ' ');
+    assert.ok(r.closedAfterMs >= TIMEOUT_MS - 100, `closed too early (${r.closedAfterMs} ms): ${r.received}`);
+    assert.ok(r.closedAfterMs < TIMEOUT_MS + 3000, `closed after ${r.closedAfterMs} ms`);
+    assert.doesNotMatch(r.received, /^HTTP\/1\.1 2/);
+    assert.equal(await countStored(slow.db, tenant.id), 0);
+    assert.deepEqual(await deadLetterReasons(slow.db, tenant.id), []);
+  });
+});
