@@ -9,6 +9,8 @@ import { migrate } from './storage/migrate.js';
 import { releaseEmbeddedLock, takeEmbeddedLock } from './storage/embedded-lock.js';
 import { insertProduct } from './storage/products.js';
 import { countTenants } from './storage/tenants.js';
+import { deadLetterRetentionJob } from './jobs/dead-letter-retention.js';
+import { startJobs } from './jobs/runner.js';
 
 /** First start with an empty store: a demo tenant and product, and a curl that sends a first event. */
 async function seedDemo(db: Db, plans: Plans, config: Config): Promise<string | undefined> {
@@ -59,6 +61,7 @@ export async function main(): Promise<void> {
   const banner = await seedDemo(db, plans, config);
 
   const app = await buildApp({ config, db, plans, logger: loggerOptions(config.logLevel) });
+  const jobs = startJobs(db, [deadLetterRetentionJob(config.deadLetterRetentionDays)], app.log);
   await app.listen({ port: config.port, host: config.host });
   if (banner) process.stdout.write(banner + '\n');
 
@@ -75,6 +78,7 @@ export async function main(): Promise<void> {
     force.unref();
     try {
       await app.close(); // stops accepting, answers 503 on kept-alive sockets, waits for in-flight requests
+      await jobs.stop();
       await db.close();
       if (!config.databaseUrl) releaseEmbeddedLock(config.dataDir);
       process.exit(0);

@@ -7,6 +7,7 @@ import { checkVersion } from './steps/check-version.js';
 import { dedupeBatch } from './steps/dedupe-batch.js';
 import { persist } from './steps/persist.js';
 import { resolveProduct } from './steps/resolve-product.js';
+import { touchVersions } from './steps/touch-versions.js';
 import { validateFields } from './steps/validate-fields.js';
 import type { BatchContext, Candidate, RejectionCode, Step } from './types.js';
 
@@ -24,6 +25,7 @@ export const EVENT_STEPS: readonly Step[] = [
   checkVersion, // UNREGISTERED_VERSION, or auto-registration
   dedupeBatch,
   persist,
+  touchVersions, // after the commit, not awaited by the answer
 ];
 
 export type EventResult =

@@ -103,10 +103,13 @@ export async function listDeadLetters(q: Queryable, tenantId: string, f: Invalid
   });
 }
 
+/** Deletes up to `limit` dead letters received before `olderThan`. Ids are UUIDv7, so the primary key is also the time index. */
 export async function purgeDeadLetters(q: Queryable, olderThan: Date, limit: number): Promise<number> {
+  const hex = olderThan.getTime().toString(16).padStart(12, '0');
+  const boundary = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
   const rows = await q.query(
-    'DELETE FROM invalid_events WHERE id IN (SELECT id FROM invalid_events WHERE received_at < $1 LIMIT $2) RETURNING id',
-    [olderThan, limit],
+    'DELETE FROM invalid_events WHERE id IN (SELECT id FROM invalid_events WHERE id < $1::uuid ORDER BY id LIMIT $2) RETURNING id',
+    [boundary, limit],
   );
   return rows.length;
 }
