@@ -11,6 +11,7 @@ import { startServer } from './helpers/server-process.js';
 const ADMIN = 'durability-admin';
 const skip = process.env.TEST_DATABASE_URL ? 'the embedded store is not in use' : false;
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- loose JSON bodies of our own API
 async function json(url: string, init: RequestInit & { key?: string } = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(url, { ...init, headers: { 'content-type': 'application/json', authorization: `Bearer ${init.key ?? ADMIN}` } });
   return { status: res.status, body: await res.json() };

@@ -8,7 +8,10 @@ export interface Queryable {
 
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
-  /** Runs fn in one transaction; it commits (and, on the embedded store, is made durable) before resolving. */
+  /**
+   * Runs fn in one transaction; it commits (and, on the embedded store, is made durable) before
+   * resolving. Inside fn use only `q`: on the embedded store `db` itself waits for the transaction.
+   */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   /** Runs fn only if this process can take the advisory lock; returns undefined when another holds it. */
   tryWithLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T | undefined>;

@@ -1,37 +1,20 @@
-import { PGlite } from '@electric-sql/pglite';
 import { mkdirSync, existsSync } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../errors.js';
 import type { Db, Queryable } from './db.js';
 
-// The embedded store. PGlite is PostgreSQL compiled to WebAssembly, running on this thread with
-// fsync off: its writes reach the OS page cache as soon as a statement completes, so a killed
-// process loses nothing committed, but an OS crash could lose what the kernel had not flushed.
-// With syncOnCommit we close most of that gap ourselves: after every write transaction commits we
-// fsync the WAL segments from Node's thread pool (one fsync pass shared by all commits waiting at
-// that moment), and every few minutes we CHECKPOINT and fsync the whole data directory.
-// See docs/embedded-store.md for what this does and does not promise.
+// The embedded store. PGlite (PostgreSQL in WebAssembly) runs in its own worker thread
+// (pglite-worker.mjs), so a query never blocks the HTTP event loop, and parsing and validating
+// the next batch overlaps with writing this one. PGlite has one connection: this side serialises
+// access with a mutex, held by a transaction for its whole length.
+//
+// Durability (docs/embedded-store.md): PostgreSQL runs with fsync off in PGlite, but its writes reach
+// the OS page cache as statements complete, so a killed process loses nothing committed. With
+// syncOnCommit, every write transaction is followed, before it resolves, by an fsync of the WAL
+// (one pass shared by all commits waiting at that moment), and every five minutes we CHECKPOINT
+// and fsync the whole data directory.
 
-async function fsyncFile(path: string): Promise<void> {
-  const fh = await open(path, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-async function fsyncTree(dir: string): Promise<void> {
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) await fsyncTree(p);
-    else if (entry.isFile()) await fsyncFile(p).catch(() => {});
-  }
-  await fsyncFile(dir).catch(() => {});
-}
-
-/** Coalesces concurrent requests into as few fsync passes as possible (group commit). */
+/** Coalesces concurrent requests into as few runs as possible (group commit). */
 function groupSync(run: () => Promise<void>): () => Promise<void> {
   let running: Promise<void> | undefined;
   let next: Promise<void> | undefined;
@@ -40,89 +23,106 @@ function groupSync(run: () => Promise<void>): () => Promise<void> {
       running = run().finally(() => (running = undefined));
       return running;
     }
-    if (!next) {
-      next = running.catch(() => {}).then(() => {
+    next ??= running
+      .catch(() => {})
+      .then(() => {
         next = undefined;
         running = run().finally(() => (running = undefined));
         return running;
       });
-    }
     return next;
   };
 }
 
+type Reply = { id: number; result?: unknown; error?: { message: string; code?: string; detail?: string } };
+
 export async function openPglite(dataDir: string | undefined, syncOnCommit: boolean): Promise<Db> {
   if (dataDir && !existsSync(dataDir)) mkdirSync(dataDir, { recursive: true });
-  const pg = new PGlite({
-    ...(dataDir ? { dataDir } : {}),
-    parsers: { 20: (v: string) => Number(v) },
-    // With fsync off, a checkpoint lets PostgreSQL recycle WAL whose pages may not be on disk yet.
-    // So checkpoints are ours: rare on their own, and each of ours is followed by a full fsync pass.
-    ...(dataDir && syncOnCommit ? { postgresqlconf: ['checkpoint_timeout = 1d', 'max_wal_size = 2GB'] } : {}),
-  });
-  await pg.waitReady;
+  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { workerData: { dataDir, syncOnCommit } });
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  let nextId = 1;
+  let closed = false;
 
-  const walDir = dataDir ? join(dataDir, 'pg_wal') : undefined;
-  const syncWal = walDir && syncOnCommit
-    ? groupSync(async () => {
-        const names = await readdir(walDir);
-        await Promise.all(names.filter((n) => /^[0-9A-F]{24}$/.test(n)).map((n) => fsyncFile(join(walDir, n))));
-        await fsyncFile(walDir);
-      })
-    : async () => {};
+  const failAll = (err: unknown) => {
+    closed = true;
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  const ready = new Promise<void>((resolve, reject) => pending.set(0, { resolve: () => resolve(), reject }));
+  worker.on('message', (msg: Reply) => {
+    const p = pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id);
+    if (msg.error) p.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code, detail: msg.error.detail }));
+    else p.resolve(msg.result);
+  });
+  worker.on('error', (err) => failAll(new StoreUnavailableError(err)));
+  worker.on('exit', () => failAll(new StoreUnavailableError()));
+  await ready;
+
+  const call = (op: string, sql?: string, params?: unknown[]): Promise<unknown> => {
+    if (closed) return Promise.reject(new StoreUnavailableError());
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, op, sql, params });
+    });
+  };
+
+  let tail: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn);
+    tail = run.catch(() => {});
+    return run;
+  };
+
+  const direct: Queryable = {
+    query: async <T>(sql: string, params?: unknown[]) => (await call('query', sql, params)) as T[],
+    exec: async (sql: string) => {
+      await call('exec', sql);
+    },
+  };
+  const syncWal = syncOnCommit && dataDir ? groupSync(async () => void (await call('sync'))) : async () => {};
 
   let checkpointTimer: NodeJS.Timeout | undefined;
   if (dataDir && syncOnCommit) {
-    checkpointTimer = setInterval(() => {
-      void pg.exec('CHECKPOINT').then(() => fsyncTree(dataDir)).catch(() => {});
-    }, 5 * 60_000);
+    checkpointTimer = setInterval(() => void exclusive(() => call('checkpoint')).catch(() => {}), 5 * 60_000);
     checkpointTimer.unref();
   }
 
-  const query = async <T>(q: Pick<PGlite, 'query'>, sql: string, params?: unknown[]): Promise<T[]> => {
-    if (pg.closed) throw new StoreUnavailableError();
-    const res = await q.query<T>(sql, params as unknown[]);
-    return res.rows;
-  };
-
   const db: Db = {
     kind: 'pglite',
-    query: (sql, params) => query(pg, sql, params),
-    async exec(sql) {
-      await pg.exec(sql);
-    },
+    query: (sql, params) => exclusive(() => direct.query(sql, params)),
+    exec: (sql) => exclusive(() => direct.exec(sql)),
     async tx(fn) {
-      const result = await pg.transaction((tx) =>
-        fn({
-          query: (sql, params) => query(tx, sql, params),
-          exec: async (sql) => {
-            await tx.exec(sql);
-          },
-        }),
-      );
+      const result = await exclusive(async () => {
+        await direct.exec('BEGIN');
+        try {
+          const r = await fn(direct);
+          await direct.exec('COMMIT');
+          return r;
+        } catch (err) {
+          await direct.exec('ROLLBACK').catch(() => {});
+          throw err;
+        }
+      });
       await syncWal();
       return result;
     },
-    // One process owns the embedded store, so its advisory locks are always free.
-    async tryWithLock(_key, fn) {
-      return fn(db);
-    },
-    async withLock(_key, fn) {
-      return fn(db);
-    },
+    // One process owns the embedded store, so its advisory locks are always free; the job
+    // still runs exclusively, as a transaction does.
+    tryWithLock: (_key, fn) => exclusive(() => fn(direct)),
+    withLock: (_key, fn) => exclusive(() => fn(direct)),
     async ping() {
-      await query(pg, 'SELECT 1');
+      await db.query('SELECT 1');
     },
     async close() {
+      if (closed) return;
       if (checkpointTimer) clearInterval(checkpointTimer);
-      if (dataDir && syncOnCommit) {
-        await pg.exec('CHECKPOINT').catch(() => {});
-        await fsyncTree(dataDir).catch(() => {});
-      }
-      await pg.close();
+      await exclusive(() => call('close')).catch(() => {});
+      closed = true;
+      await worker.terminate();
     },
   };
   return db;
 }
-
-export type { Queryable };
