@@ -19,6 +19,10 @@ import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { invalidEventRoutes } from './http/routes/invalid-events.js';
 import { productRoutes } from './http/routes/products.js';
+import { versionRoutes } from './http/routes/versions.js';
+import { recordRoutes } from './http/routes/records.js';
+import { allowlistRoutes } from './http/routes/allowlists.js';
+import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -109,9 +113,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   registerErrorHandling(app);
   registerCors(app);
+  registerEnvironment(app, ctx);
   healthRoutes(app, ctx);
   eventRoutes(app, ctx);
   productRoutes(app, ctx);
+  versionRoutes(app, ctx);
+  recordRoutes(app, ctx);
+  allowlistRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   return app;

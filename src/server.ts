@@ -9,7 +9,7 @@ import { migrate } from './storage/migrate.js';
 import { releaseEmbeddedLock, takeEmbeddedLock } from './storage/embedded-lock.js';
 import { insertProduct } from './storage/products.js';
 import { countTenants } from './storage/tenants.js';
-import { deadLetterRetentionJob } from './jobs/dead-letter-retention.js';
+import { backgroundJobs } from './jobs/all.js';
 import { startJobs } from './jobs/runner.js';
 
 /** First start with an empty store: a demo tenant and product, and a curl that sends a first event. */
@@ -61,7 +61,7 @@ export async function main(): Promise<void> {
   const banner = await seedDemo(db, plans, config);
 
   const app = await buildApp({ config, db, plans, logger: loggerOptions(config.logLevel) });
-  const jobs = startJobs(db, [deadLetterRetentionJob(config.deadLetterRetentionDays)], app.log);
+  const jobs = startJobs(db, backgroundJobs(config), app.log);
   await app.listen({ port: config.port, host: config.host });
   if (banner) process.stdout.write(banner + '\n');
 

@@ -1,5 +1,6 @@
 import type { Db } from '../storage/db.js';
 import { checkAccountId } from './steps/check-account-id.js';
+import { checkAllowlist } from './steps/check-allowlist.js';
 import { checkLicenseId } from './steps/check-license-id.js';
 import { checkReservedKeys } from './steps/check-reserved-keys.js';
 import { checkSize } from './steps/check-size.js';
@@ -22,6 +23,7 @@ export const EVENT_STEPS: readonly Step[] = [
   checkAccountId, // invalid_account_id
   checkLicenseId, // invalid_license_id
   resolveProduct, // UNRECOGNIZED_PRODUCT
+  checkAllowlist, // ALLOWLIST_REJECTED
   checkVersion, // UNREGISTERED_VERSION, or auto-registration
   dedupeBatch,
   persist,

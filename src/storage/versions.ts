@@ -84,3 +84,46 @@ export async function touchVersions(q: Queryable, tenantId: string, pairs: { pro
     [tenantId, pairs.map((p) => p.productId), pairs.map((p) => p.version), seenAt],
   );
 }
+
+/** Registers a version explicitly; undefined when the (product, version) pair already exists. */
+export async function insertRegisteredVersion(
+  q: Queryable,
+  tenantId: string,
+  productId: string,
+  version: string,
+  releaseDate: string | null,
+): Promise<VersionRow | undefined> {
+  const rows = await q.query(
+    `INSERT INTO product_versions (id, tenant_id, product_id, version, source, release_date)
+     VALUES ($1, $2, $3, $4, 'registered', $5) ON CONFLICT (product_id, version) DO NOTHING RETURNING ${COLUMNS}`,
+    [uuidv7(), tenantId, productId, version, releaseDate],
+  );
+  return rows[0] ? toVersion(rows[0]) : undefined;
+}
+
+export async function findVersion(q: Queryable, tenantId: string, productId: string, versionId: string): Promise<VersionRow | undefined> {
+  const rows = await q.query(`SELECT ${COLUMNS} FROM product_versions WHERE tenant_id = $1 AND product_id = $2 AND id = $3`, [tenantId, productId, versionId]);
+  return rows[0] ? toVersion(rows[0]) : undefined;
+}
+
+/** release_date: null leaves it unchanged (there is no way to clear it); status: active | archived. */
+export async function updateVersion(
+  q: Queryable,
+  tenantId: string,
+  productId: string,
+  versionId: string,
+  patch: { release_date?: string | null | undefined; status?: 'active' | 'archived' | undefined },
+): Promise<VersionRow | undefined> {
+  const rows = await q.query(
+    `UPDATE product_versions SET release_date = coalesce($4::date, release_date), status = coalesce($5, status)
+      WHERE tenant_id = $1 AND product_id = $2 AND id = $3 RETURNING ${COLUMNS}`,
+    [tenantId, productId, versionId, patch.release_date ?? null, patch.status ?? null],
+  );
+  return rows[0] ? toVersion(rows[0]) : undefined;
+}
+
+/** All versions of a product, for the `latest` selector. */
+export async function allVersions(q: Queryable, tenantId: string, productId: string): Promise<VersionRow[]> {
+  const rows = await q.query(`SELECT ${COLUMNS} FROM product_versions WHERE tenant_id = $1 AND product_id = $2`, [tenantId, productId]);
+  return rows.map(toVersion);
+}

@@ -41,7 +41,7 @@ export function sendProblem(
 }
 
 /** Turns Ajv's instancePath ("/product_version") or missingProperty into the field name. */
-function fieldErrors(err: FastifyError): FieldError[] {
+export function fieldErrors(err: Pick<FastifyError, 'validation' | 'validationContext'>): FieldError[] {
   return (err.validation ?? []).map((v) => {
     const params = v.params as { missingProperty?: string; additionalProperty?: string };
     const base = v.instancePath.replace(/^\//, '').replaceAll('/', '.');

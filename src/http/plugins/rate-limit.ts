@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fa
 import { AppError } from '../../errors.js';
 import type { Plans } from '../../domain/plans.js';
 import { principalOf } from './auth.js';
+import { deferRefusal } from './environment.js';
 
 /** Counts requests per key in fixed one-minute windows. */
 export interface RateLimiter {
@@ -35,9 +36,9 @@ export function rateLimitEvents(limiter: RateLimiter, plans: Plans, clock: () =>
     const limit = plans[tenant.plan].requests_per_minute;
     const verdict = await limiter.hit(`rl:${tenant.id}`, limit, clock());
     if (!verdict.allowed) {
-      throw new AppError(429, 'rate_limited', `more than ${limit} requests per minute to POST /v1/events; retry after ${verdict.retryAfterSeconds} s`, {
+      deferRefusal(request, new AppError(429, 'rate_limited', `more than ${limit} requests per minute to POST /v1/events; retry after ${verdict.retryAfterSeconds} s`, {
         headers: { 'retry-after': String(verdict.retryAfterSeconds) },
-      });
+      }));
     }
   };
 }

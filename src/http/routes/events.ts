@@ -6,6 +6,7 @@ import { ingestEvents } from '../../ingest/pipeline.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { rateLimitEvents } from '../plugins/rate-limit.js';
+import { keepEnvironment } from '../plugins/environment.js';
 import { problems } from '../schemas/common.js';
 import { BatchResponse, EventBatch } from '../schemas/events.js';
 
@@ -53,6 +54,7 @@ export function eventRoutes(app: App, ctx: AppContext): void {
         periodStart: billingPeriod(new Date(tenant.cycle_anchor), receivedAt).start,
         elements: request.body as unknown[],
       });
+      await keepEnvironment(ctx, request);
       ctx.metrics.accepted.inc(outcome.accepted);
       for (const r of outcome.results) if (r.status === 'rejected') ctx.metrics.rejected.inc({ reason: r.reason });
       // Serialised here rather than by the response schema: 1000 results are the hot path.

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
-import { AppError } from '../../errors.js';
 import { listDeadLetters } from '../../storage/invalid-events.js';
-import { decodeCursor, encodeCursor } from '../../storage/rows.js';
+import { encodeCursor } from '../../storage/rows.js';
+import { cursorId } from '../lookups.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { DateTime, page, problems } from '../schemas/common.js';
@@ -43,14 +43,7 @@ export function invalidEventRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const { tenant } = principalOf(request);
       const q = request.query;
-      let beforeId: string | undefined;
-      if (q.cursor !== undefined) {
-        const key = decodeCursor(q.cursor);
-        if (!key || typeof key[0] !== 'string' || !/^[0-9a-f-]{36}$/i.test(key[0])) {
-          throw new AppError(400, 'validation_error', 'cursor: invalid', { errors: [{ field: 'cursor', message: 'not a cursor this API returned' }] });
-        }
-        beforeId = key[0];
-      }
+      const beforeId = cursorId(q.cursor);
       const limit = q.limit ?? 50;
       const rows = await listDeadLetters(ctx.db, tenant.id, { ...q, beforeId, limit: limit + 1 });
       const data = rows.slice(0, limit);

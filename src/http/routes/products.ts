@@ -1,33 +1,20 @@
-import { AppError, notFound } from '../../errors.js';
-import { findProduct, insertProduct, listProducts, markProductDeleting, updateProduct } from '../../storage/products.js';
-import { decodeCursor, encodeCursor } from '../../storage/rows.js';
-import { listVersions } from '../../storage/versions.js';
+import { AppError } from '../../errors.js';
+import { insertProduct, listProducts, markProductDeleting, updateProduct } from '../../storage/products.js';
+import { encodeCursor } from '../../storage/rows.js';
+import { cursorId, requireProduct as requireProductOf } from '../lookups.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { IdParams, Pagination, page, problems } from '../schemas/common.js';
-import { CreateProduct, PatchProduct, Product, Version } from '../schemas/products.js';
+import { CreateProduct, PatchProduct, Product } from '../schemas/products.js';
 
 const tags = ['products'];
 const security = [{ bearer: [] }];
-
-function cursorId(cursor: string | undefined): string | undefined {
-  if (cursor === undefined) return undefined;
-  const key = decodeCursor(cursor);
-  if (!key || typeof key[0] !== 'string' || !/^[0-9a-f-]{36}$/i.test(key[0])) {
-    throw new AppError(400, 'validation_error', 'cursor: not a cursor this API returned', { errors: [{ field: 'cursor', message: 'invalid' }] });
-  }
-  return key[0];
-}
 
 export function productRoutes(app: App, ctx: AppContext): void {
   const canRead = requireKey(ctx.db, ['read', 'manage_products']);
   const canManage = requireKey(ctx.db, ['manage_products']);
 
-  const requireProduct = async (tenantId: string, id: string) => {
-    const product = await findProduct(ctx.db, tenantId, id);
-    if (!product) throw notFound('product_not_found', 'product');
-    return product;
-  };
+  const requireProduct = (tenantId: string, id: string) => requireProductOf(ctx.db, tenantId, id);
 
   app.post(
     '/v1/products',
@@ -90,21 +77,4 @@ export function productRoutes(app: App, ctx: AppContext): void {
       return reply.code(202).send((await markProductDeleting(ctx.db, tenant.id, product.id)) ?? product);
     },
   );
-
-  app.get(
-    '/v1/products/:id/versions',
-    {
-      onRequest: canRead,
-      schema: { summary: 'List the versions of a product', tags, security, params: IdParams, querystring: Pagination, response: { 200: page(Version), ...problems(400, 401, 403, 404) } },
-    },
-    async (request) => {
-      const { tenant } = principalOf(request);
-      const product = await requireProduct(tenant.id, request.params.id);
-      const limit = request.query.limit ?? 50;
-      const rows = await listVersions(ctx.db, tenant.id, product.id, limit + 1, cursorId(request.query.cursor));
-      const data = rows.slice(0, limit).map(({ product_id: _p, ...v }) => ({ ...v, product: product.slug }));
-      return { data, next_cursor: rows.length > limit ? encodeCursor([data[data.length - 1]!.id]) : null };
-    },
-  );
 }
-

@@ -1,0 +1,86 @@
+import type { FastifyRequest } from 'fastify';
+import type { TSchema } from 'typebox';
+import { AppError } from '../../errors.js';
+import { isPlainObject } from '../../domain/record-rules.js';
+import type { RecordKind } from '../../storage/invalid-events.js';
+import { keepDeadLetter, unprocessable, type RecordContext } from '../../ingest/records/common.js';
+import { recordException } from '../../ingest/records/exceptions.js';
+import { identify } from '../../ingest/records/identify.js';
+import { endSessionRequest, startSession } from '../../ingest/records/sessions.js';
+import type { App, AppContext } from '../context.js';
+import { principalOf, requireKey } from '../plugins/auth.js';
+import { keepEnvironment } from '../plugins/environment.js';
+import { fieldErrors } from '../plugins/errors.js';
+import { problems } from '../schemas/common.js';
+import { Accepted, ExceptionAccepted, ExceptionBody, IdentifyBody, SessionAccepted, SessionEnd, SessionEnded, SessionStart } from '../schemas/records.js';
+import { refuseEncodedBody } from './events.js';
+
+type Handler = (ctx: RecordContext, body: Record<string, unknown>) => Promise<object>;
+
+/**
+ * One route per single-record kind. Any refusal of the record is 422 problem+json and is kept in
+ * the Invalid Events list with its kind; schema (type) failures included, so validation is
+ * attached to the request rather than thrown before the handler.
+ */
+function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, spec: { summary: string; body: TSchema; ok: TSchema; errors: number[] }, handler: Handler): void {
+  app.post(
+    path,
+    {
+      onRequest: [requireKey(ctx.db, ['ingest']), refuseEncodedBody],
+      attachValidation: true,
+      schema: { summary: spec.summary, tags: ['ingestion'], security: [{ bearer: [] }], body: spec.body, response: { 200: spec.ok, ...problems(...spec.errors) } },
+    },
+    async (request: FastifyRequest) => {
+      const { tenant, keyId } = principalOf(request);
+      const rctx: RecordContext = { db: ctx.db, tenantId: tenant.id, apiKeyId: keyId, receivedAt: ctx.now() };
+      const body = request.body;
+      await keepEnvironment(ctx, request);
+      try {
+        if (!isPlainObject(body)) throw unprocessable('validation_error', 'the body must be a JSON object', [{ field: 'body', message: 'must be an object' }]);
+        if (request.validationError) {
+          const errors = fieldErrors(request.validationError as Parameters<typeof fieldErrors>[0]);
+          throw unprocessable('validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors);
+        }
+        return await handler(rctx, body);
+      } catch (err) {
+        if (err instanceof AppError && err.status === 422) await keepDeadLetter(rctx, kind, body, err);
+        throw err;
+      }
+    },
+  );
+}
+
+export function recordRoutes(app: App, ctx: AppContext): void {
+  recordRoute(
+    app,
+    ctx,
+    '/v1/events/sessions',
+    'session',
+    { summary: 'Start a session', body: SessionStart, ok: SessionAccepted, errors: [401, 402, 403, 415, 422, 503] },
+    startSession,
+  );
+  recordRoute(
+    app,
+    ctx,
+    '/v1/events/sessions/end',
+    'session_end',
+    { summary: 'End a session (normal | sdk_recovery)', body: SessionEnd, ok: SessionEnded, errors: [401, 402, 403, 404, 415, 422, 503] },
+    endSessionRequest,
+  );
+  recordRoute(
+    app,
+    ctx,
+    '/v1/events/exceptions',
+    'exception',
+    { summary: 'Record an exception', body: ExceptionBody, ok: ExceptionAccepted, errors: [401, 402, 403, 415, 422, 503] },
+    recordException,
+  );
+  recordRoute(
+    app,
+    ctx,
+    '/v1/actors/identify',
+    'identify',
+    { summary: 'Link an anonymous actor to an identified user', body: IdentifyBody, ok: Accepted, errors: [401, 402, 403, 409, 415, 422, 503] },
+    identify,
+  );
+}

@@ -1,0 +1,27 @@
+import type { Queryable } from './db.js';
+
+// Removing a deleted product's data in bounded chunks. Each chunk is its own statement, so a
+// crash loses at most the chunk in flight; the product stays `deleting` until nothing is left,
+// which makes the purge resumable by simply running again.
+const TABLES = ['events', 'sessions', 'exceptions', 'actor_links'] as const;
+
+export async function productsBeingDeleted(q: Queryable, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+  return q.query('SELECT id, tenant_id FROM products WHERE status = $1 ORDER BY updated_at LIMIT $2', ['deleting', limit]);
+}
+
+/** Deletes up to `limit` rows of the product from one table after another; returns how many went. */
+export async function purgeProductChunk(q: Queryable, tenantId: string, productId: string, limit: number): Promise<number> {
+  for (const table of TABLES) {
+    const rows = await q.query(
+      `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE tenant_id = $1 AND product_id = $2 LIMIT $3)) RETURNING 1`,
+      [tenantId, productId, limit],
+    );
+    if (rows.length > 0) return rows.length;
+  }
+  return 0;
+}
+
+/** The last step: the product row itself (its versions and allowlist go with it). */
+export async function deleteProduct(q: Queryable, tenantId: string, productId: string): Promise<void> {
+  await q.query("DELETE FROM products WHERE tenant_id = $1 AND id = $2 AND status = 'deleting'", [tenantId, productId]);
+}
