@@ -1,0 +1,187 @@
+// Version registration, update, the `latest` selector and strict version mode, over app.inject
+// against a real store; nothing faked.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTenant, event, get, judge, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const send = (method: 'POST' | 'PATCH' | 'DELETE', url: string, key: string, payload?: object) =>
+  t.app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload ? { payload } : {}) });
+const register = (key: string, body: object) => send('POST', '/v1/version-registrations', key, body);
+const strict = (key: string, on: boolean) => send('PATCH', '/v1/products/app', key, { strict_versions_enabled: on });
+
+describe('POST /v1/version-registrations', () => {
+  it('(none) → active: 201 with id, product, product_version, release_date, created_at', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const res = await register(tenant.adminKey, { product: 'app', product_version: '1.2.3', release_date: '2026-03-01' });
+    assert.equal(res.statusCode, 201);
+    const body = res.json();
+    assert.deepEqual(Object.keys(body).sort(), ['created_at', 'id', 'product', 'product_version', 'release_date']);
+    assert.equal(body.product, 'app');
+    assert.equal(body.product_version, '1.2.3');
+    assert.equal(body.release_date, '2026-03-01');
+    const listed = (await get(t.app, tenant.adminKey, '/v1/products/app/versions')).json().data[0];
+    assert.equal(listed.status, 'active');
+    assert.equal(listed.source, 'registered');
+    const nullDate = await register(tenant.adminKey, { product: 'app', product_version: '1.2.4', release_date: null });
+    assert.equal(nullDate.statusCode, 201);
+    assert.equal(nullDate.json().release_date, null);
+  });
+
+  it('400 validation_error for a missing or malformed field, naming it', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const cases: [object, string][] = [
+      [{ product_version: '1' }, 'product'],
+      [{ product: 'app' }, 'product_version'],
+      [{ product: 'app', product_version: 'x'.repeat(129) }, 'product_version'],
+      [{ product: 'app', product_version: '1', release_date: '2026-02-30' }, 'release_date'],
+      [{ product: 'app', product_version: '1', release_date: '01/02/2026' }, 'release_date'],
+      [{ product: 'app', product_version: 7 }, 'product_version'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await register(tenant.adminKey, body);
+      assert.equal(res.statusCode, 400, JSON.stringify(body));
+      assert.equal(res.json().code, 'validation_error');
+      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${JSON.stringify(body)} → ${res.body}`);
+    }
+    assert.equal((await register(tenant.adminKey, { product: 'app', product_version: 'é'.repeat(128) })).statusCode, 201);
+  });
+
+  it('403 forbidden without manage_products; 404 product_not_found; 409 version_already_registered; 409 product_deleting', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const forbidden = await register(tenant.ingestKey, { product: 'app', product_version: '1' });
+    assert.equal(forbidden.statusCode, 403);
+    assert.equal(forbidden.json().code, 'forbidden');
+    const missing = await register(tenant.adminKey, { product: 'ghost', product_version: '1' });
+    assert.equal(missing.statusCode, 404);
+    assert.equal(missing.json().code, 'product_not_found');
+    assert.equal((await register(tenant.adminKey, { product: 'app', product_version: '1' })).statusCode, 201);
+    const again = await register(tenant.adminKey, { product: 'app', product_version: '1' });
+    assert.equal(again.statusCode, 409);
+    assert.equal(again.json().code, 'version_already_registered');
+    // An auto-registered pair exists too.
+    await postEvents(t.app, tenant.ingestKey, [event({ product_version: '2' })]);
+    assert.equal((await register(tenant.adminKey, { product: 'app', product_version: '2' })).json().code, 'version_already_registered');
+    await send('DELETE', '/v1/products/app', tenant.adminKey);
+    const deleting = await register(tenant.adminKey, { product: 'app', product_version: '3' });
+    assert.equal(deleting.statusCode, 409);
+    assert.equal(deleting.json().code, 'product_deleting');
+  });
+
+  it("another tenant's product is product_not_found", async () => {
+    const a = await tenantWithProduct(t.app);
+    const b = await createTenant(t.app);
+    assert.equal((await register(b.adminKey, { product: 'app', product_version: '1' })).json().code, 'product_not_found');
+    assert.equal((await register(b.adminKey, { product: a.productId, product_version: '1' })).json().code, 'product_not_found');
+  });
+});
+
+describe('PATCH /v1/products/{productId}/versions/{versionId}', () => {
+  it('sets and changes release_date; null or absent leaves it; status archived and back', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const v = (await register(tenant.adminKey, { product: 'app', product_version: '1.0.0' })).json();
+    const url = `/v1/products/${tenant.productId}/versions/${v.id}`;
+    assert.equal((await send('PATCH', url, tenant.adminKey, { release_date: '2026-01-01' })).json().release_date, '2026-01-01');
+    assert.equal((await send('PATCH', url, tenant.adminKey, { release_date: '2026-02-01' })).json().release_date, '2026-02-01');
+    assert.equal((await send('PATCH', url, tenant.adminKey, { release_date: null })).json().release_date, '2026-02-01');
+    const archived = (await send('PATCH', url, tenant.adminKey, { status: 'archived' })).json();
+    assert.equal(archived.status, 'archived');
+    assert.equal(archived.release_date, '2026-02-01');
+    assert.equal((await send('PATCH', url, tenant.adminKey, { status: 'active' })).json().status, 'active');
+    assert.equal((await send('PATCH', url, tenant.adminKey, { status: 'deleted' })).statusCode, 400);
+    assert.equal((await send('PATCH', url, tenant.ingestKey, { status: 'archived' })).statusCode, 403);
+  });
+
+  it("BAD-INPUTS 35: A's productId with B's versionId is 404, as is B's pair seen from A", async () => {
+    const a = await tenantWithProduct(t.app);
+    const b = await tenantWithProduct(t.app);
+    const vb = (await register(b.adminKey, { product: 'app', product_version: '1' })).json();
+    const va = (await register(a.adminKey, { product: 'app', product_version: '1' })).json();
+    const mixed = await send('PATCH', `/v1/products/${a.productId}/versions/${vb.id}`, a.adminKey, { status: 'archived' });
+    assert.equal(mixed.statusCode, 404);
+    const foreign = await send('PATCH', `/v1/products/${b.productId}/versions/${vb.id}`, a.adminKey, { status: 'archived' });
+    assert.equal(foreign.statusCode, 404);
+    const missing = await send('PATCH', `/v1/products/${a.productId}/versions/01a1fcd1-0000-7000-8000-000000000000`, a.adminKey, { status: 'archived' });
+    assert.equal(missing.statusCode, 404);
+    // A foreign version looks exactly like a missing version; a foreign product like a missing product.
+    assert.equal(mixed.json().code, missing.json().code);
+    assert.equal(foreign.json().code, 'product_not_found');
+    assert.equal((await get(t.app, b.adminKey, '/v1/products/app/versions')).json().data[0].status, 'active');
+    assert.equal((await send('PATCH', `/v1/products/${a.productId}/versions/${va.id}`, a.adminKey, { status: 'archived' })).statusCode, 200);
+  });
+});
+
+describe('the version selector `latest`', () => {
+  it('picks by semver precedence, then release_date, then created_at', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    for (const v of ['1.9.0', '1.10.0', '1.10.0-beta.1', 'nightly']) await register(tenant.adminKey, { product: 'app', product_version: v });
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app/versions/latest')).json().product_version, '1.10.0');
+    // v-prefixed equal precedence: release_date breaks the tie.
+    await register(tenant.adminKey, { product: 'app', product_version: 'v1.10.0', release_date: '2026-05-01' });
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app/versions/latest')).json().product_version, 'v1.10.0');
+    const none = await tenantWithProduct(t.app);
+    assert.equal((await get(t.app, none.adminKey, '/v1/products/app/versions/latest')).statusCode, 404);
+  });
+});
+
+describe('strict version mode (every row of the state tables)', () => {
+  it('off → on: unregistered and archived versions are rejected UNREGISTERED_VERSION from then on; registered active ones pass', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '0.9' }))).status, 'accepted', 'before: auto-registered');
+    const on = await strict(tenant.adminKey, true);
+    assert.equal(on.json().strict_versions_enabled, true);
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }))).reason, 'UNREGISTERED_VERSION');
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '0.9' }))).status, 'accepted', 'auto-registered earlier: active');
+    const v = (await register(tenant.adminKey, { product: 'app', product_version: '1.0' })).json();
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }))).status, 'accepted');
+    // active → archived: strict ingestion rejects it; archived → active: resumes.
+    await send('PATCH', `/v1/products/app/versions/${v.id}`, tenant.adminKey, { status: 'archived' });
+    const archived = await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }));
+    assert.equal(archived.reason, 'UNREGISTERED_VERSION');
+    assert.match(archived.message!, /archived/);
+    await send('PATCH', `/v1/products/app/versions/${v.id}`, tenant.adminKey, { status: 'active' });
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }))).status, 'accepted');
+  });
+
+  it('on → off applies immediately; archived versions pass again when strict mode is off', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const v = (await register(tenant.adminKey, { product: 'app', product_version: '1.0' })).json();
+    await send('PATCH', `/v1/products/app/versions/${v.id}`, tenant.adminKey, { status: 'archived' });
+    await strict(tenant.adminKey, true);
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }))).reason, 'UNREGISTERED_VERSION');
+    await strict(tenant.adminKey, false);
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }))).status, 'accepted');
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '5.0' }))).status, 'accepted');
+  });
+
+  it('is not retroactive: events accepted before the switch stay stored', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    await postEvents(t.app, tenant.ingestKey, [event({ product_version: 'old' })]);
+    await strict(tenant.adminKey, true);
+    const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(row!.n, 1);
+  });
+
+  it('BAD-INPUTS 31: strict mode toggled while batches are in flight: each event judged once, never retroactively', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const batches = Array.from({ length: 20 }, (_, i) => Array.from({ length: 50 }, () => event({ product_version: `v${i}` })));
+    const sent = batches.map((b) => postEvents(t.app, tenant.ingestKey, b));
+    await strict(tenant.adminKey, true);
+    const answers = await Promise.all(sent);
+    let accepted = 0;
+    for (const res of answers) {
+      const body = res.json();
+      assert.equal(body.results.length, 50);
+      // One verdict per batch: the strict flag is read once per batch.
+      assert.ok(body.accepted === 50 || body.rejected === 50, `mixed verdicts in one batch: ${body.accepted}/${body.rejected}`);
+      for (const r of body.results) if (r.status === 'rejected') assert.equal(r.reason, 'UNREGISTERED_VERSION');
+      accepted += body.accepted;
+    }
+    const [row] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(row!.n, accepted, 'stored exactly what was acknowledged as accepted');
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: 'later' }))).reason, 'UNREGISTERED_VERSION');
+  });
+});
