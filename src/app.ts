@@ -48,13 +48,38 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
+/** A request Node could not read whole (timed out, malformed): problem+json like every other error, then close. */
+function answerClientError(err: Error, socket: import('node:net').Socket): void {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const timeout = code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const [status, title, problem] = timeout ? [408, 'Request Timeout', 'request_timeout'] : [400, 'Bad Request', 'invalid_request'];
+  const body = JSON.stringify({
+    type: `https://tally.dev/errors/${problem}`,
+    title,
+    status,
+    code: problem,
+    detail: timeout ? 'the request did not arrive in time' : 'the request could not be parsed',
+  });
+  socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.destroySoon();
+}
+
 /** Builds the app without listening: the server and the tests use the same thing. */
 export async function buildApp(deps: AppDeps): Promise<App> {
+  const requestTimeout = deps.requestTimeoutMs ?? 30_000;
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: LIMITS.bodyBytes,
-    // Slow clients: a request must arrive whole within 30 s; idle sockets close after 75 s.
-    requestTimeout: deps.requestTimeoutMs ?? 30_000,
+    // Slow clients: a request, headers and body, must arrive whole within 30 s; idle sockets close
+    // after 75 s. Node's own headersTimeout (60 s) would otherwise win over requestTimeout, and it
+    // only looks for expired requests every 30 s.
+    requestTimeout,
+    http: { headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1_000, requestTimeout) },
+    clientErrorHandler: answerClientError,
     connectionTimeout: 75_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
