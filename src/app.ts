@@ -13,7 +13,7 @@ import type { App, AppContext } from './http/context.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling } from './http/plugins/errors.js';
 import { registerMetrics } from './http/plugins/metrics.js';
-import { createLocalRateLimiter, type RateLimiter } from './http/plugins/rate-limit.js';
+import { createRateLimiter, type RateLimiter } from './http/plugins/rate-limit.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -110,7 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     config: deps.config,
     db: deps.db,
     plans: deps.plans,
-    limiter: deps.limiter ?? createLocalRateLimiter(),
+    limiter: deps.limiter ?? createRateLimiter({ redisUrl: deps.config.redisUrl, log: app.log }),
     metrics: registerMetrics(app),
     now: deps.now ?? (() => new Date()),
     ready: { value: true },
@@ -147,6 +147,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   allowlistRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
+  app.addHook('onClose', async () => {
+    if (!deps.limiter) await ctx.limiter.close();
+  });
   return app;
 }
 

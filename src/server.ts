@@ -15,7 +15,7 @@ import { startJobs } from './jobs/runner.js';
 /** First start with an empty store: a demo tenant and product, and a curl that sends a first event. */
 async function seedDemo(db: Db, plans: Plans, config: Config): Promise<string | undefined> {
   if ((await countTenants(db)) > 0) return undefined;
-  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays }, { name: 'demo', plan: 'trial' });
+  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'demo', plan: 'trial' });
   await insertProduct(db, tenant.id, 'demo-app', 'Demo app');
   const ingest = api_keys.find((k) => k.name === 'ingest')!;
   const admin = api_keys.find((k) => k.name === 'admin')!;

@@ -1,9 +1,9 @@
 import { AppError, notFound } from '../errors.js';
-import { billingPeriod } from '../domain/billing-period.js';
+import { billableOverage, type BillingSettings } from '../domain/billing.js';
+import { tenantBilling } from './billing.js';
 import { PERMISSIONS, type Permission } from '../domain/keys.js';
 import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
 import type { Db } from '../storage/db.js';
-import { getUsage } from '../storage/usage.js';
 import { getTenant, insertApiKey, insertTenant, revokeApiKey, updateTenant, type IssuedKey, type TenantRow } from '../storage/tenants.js';
 
 // The operator's operations, shared by /admin/v1 and `npm run admin`.
@@ -11,6 +11,7 @@ export interface AdminDeps {
   db: Db;
   plans: Plans;
   trialDays: number;
+  settings: BillingSettings;
   now?: () => Date;
 }
 
@@ -25,20 +26,20 @@ export interface TenantView {
   cancelled_at: string | null;
   account_context_enabled: boolean;
   created_at: string;
-  usage: { period_start: string; period_end: string; events: number; allotment: number };
+  usage: { period_start: string; period_end: string; events: number; allotment: number; overage: number };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantView> {
   const now = deps.now?.() ?? new Date();
-  const period = billingPeriod(new Date(t.cycle_anchor), now);
+  const { state, period, used } = await tenantBilling(deps.db, deps.plans, deps.settings, t, now, true);
   return {
     id: t.id,
     name: t.name,
     plan: t.plan,
-    billing_state: 'accepting',
-    block_reason: null,
+    billing_state: state.state,
+    block_reason: state.state === 'blocked' ? state.reason : null,
     trial_ends_at: t.trial_ends_at,
     subscription_status: t.subscription_status,
     cancelled_at: t.cancelled_at,
@@ -47,8 +48,9 @@ export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantV
     usage: {
       period_start: period.start.toISOString(),
       period_end: period.end.toISOString(),
-      events: await getUsage(deps.db, t.id, period.start),
+      events: used ?? 0,
       allotment: deps.plans[t.plan].monthly_events,
+      overage: billableOverage(deps.plans[t.plan], used ?? 0),
     },
   };
 }

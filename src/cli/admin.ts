@@ -120,7 +120,7 @@ async function main(argv: string[]): Promise<number> {
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
     await migrate(db);
-    const result = await call.local({ db, plans: loadPlans(config.plansFile), trialDays: config.trialDays });
+    const result = await call.local({ db, plans: loadPlans(config.plansFile), trialDays: config.trialDays, settings: config });
     console.log(JSON.stringify(result, null, 2));
     return 0;
   } finally {

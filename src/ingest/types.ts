@@ -41,6 +41,8 @@ export interface BatchContext {
   apiKeyId: string;
   receivedAt: Date;
   periodStart: Date;
+  /** The plan's monthly allotment: reaching it stamps the tenant (the start of a cap plan's grace). */
+  allotment: number;
   candidates: Candidate[];
   products: Map<string, ProductForIngest>;
   /** (product, version) pairs to auto-register in the write transaction. */

@@ -16,6 +16,9 @@ export interface TenantRow {
   cycle_anchor: string;
   created_at: string;
   updated_at: string;
+  /** When usage first reached the allotment, in the cycle that starts at quota_period_start. */
+  quota_exhausted_at: string | null;
+  quota_period_start: string | null;
 }
 
 export interface IssuedKey {
@@ -26,7 +29,7 @@ export interface IssuedKey {
 }
 
 const COLUMNS = `id, name, plan, account_context_enabled, subscription_status, cancelled_at, trial_ends_at,
-  cycle_anchor, created_at, updated_at`;
+  cycle_anchor, created_at, updated_at, quota_exhausted_at, quota_period_start`;
 
 function toTenant(r: Record<string, unknown>): TenantRow {
   return {
@@ -40,6 +43,8 @@ function toTenant(r: Record<string, unknown>): TenantRow {
     cycle_anchor: iso(r.cycle_anchor)!,
     created_at: iso(r.created_at)!,
     updated_at: iso(r.updated_at)!,
+    quota_exhausted_at: iso(r.quota_exhausted_at),
+    quota_period_start: iso(r.quota_period_start),
   };
 }
 

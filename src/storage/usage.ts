@@ -19,3 +19,16 @@ export async function getUsage(q: Queryable, tenantId: string, periodStart: Date
   );
   return Number(row?.n ?? 0);
 }
+
+/**
+ * Stamps the moment the tenant's usage in this cycle first reached its allotment (once per
+ * cycle). Runs in the batch's transaction, right after addUsage, so the count it reads is exact.
+ */
+export async function stampQuotaExhaustion(q: Queryable, tenantId: string, periodStart: Date, allotment: number, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE tenants SET quota_exhausted_at = $4, quota_period_start = $2
+      WHERE id = $1 AND quota_period_start IS DISTINCT FROM $2
+        AND (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $2) >= $3`,
+    [tenantId, periodStart, allotment, now],
+  );
+}

@@ -24,7 +24,7 @@ export function adminRoutes(app: App, ctx: AppContext): void {
     const token = bearerToken(request);
     if (!token || !timingSafeEqual(digest(token), expected)) throw unauthorized('missing or invalid ADMIN_TOKEN');
   };
-  const deps: ops.AdminDeps = { db: ctx.db, plans: ctx.plans, trialDays: ctx.config.trialDays, now: ctx.now };
+  const deps: ops.AdminDeps = { db: ctx.db, plans: ctx.plans, trialDays: ctx.config.trialDays, settings: ctx.config, now: ctx.now };
 
   app.post(
     '/admin/v1/tenants',

@@ -7,6 +7,7 @@ import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { rateLimitEvents } from '../plugins/rate-limit.js';
 import { keepEnvironment } from '../plugins/environment.js';
+import { requireAccepting } from '../plugins/billing.js';
 import { problems } from '../schemas/common.js';
 import { BatchResponse, EventBatch } from '../schemas/events.js';
 
@@ -33,7 +34,7 @@ export function eventRoutes(app: App, ctx: AppContext): void {
   app.post(
     '/v1/events',
     {
-      onRequest: [requireKey(ctx.db, ['ingest']), refuseEncodedBody, rateLimitEvents(ctx.limiter, ctx.plans)],
+      onRequest: [requireKey(ctx.db, ['ingest']), requireAccepting(ctx), refuseEncodedBody, rateLimitEvents(ctx.limiter, ctx.plans)],
       validatorCompiler: () => envelope(),
       schema: {
         summary: 'Send a batch of events',
@@ -52,6 +53,7 @@ export function eventRoutes(app: App, ctx: AppContext): void {
         apiKeyId: keyId,
         receivedAt,
         periodStart: billingPeriod(new Date(tenant.cycle_anchor), receivedAt).start,
+        allotment: ctx.plans[tenant.plan].monthly_events,
         elements: request.body as unknown[],
       });
       await keepEnvironment(ctx, request);

@@ -10,6 +10,7 @@ import { endSessionRequest, startSession } from '../../ingest/records/sessions.j
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { keepEnvironment } from '../plugins/environment.js';
+import { requireAccepting } from '../plugins/billing.js';
 import { fieldErrors } from '../plugins/errors.js';
 import { problems } from '../schemas/common.js';
 import { Accepted, ExceptionAccepted, ExceptionBody, IdentifyBody, SessionAccepted, SessionEnd, SessionEnded, SessionStart } from '../schemas/records.js';
@@ -26,7 +27,7 @@ function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, 
   app.post(
     path,
     {
-      onRequest: [requireKey(ctx.db, ['ingest']), refuseEncodedBody],
+      onRequest: [requireKey(ctx.db, ['ingest']), requireAccepting(ctx), refuseEncodedBody],
       attachValidation: true,
       schema: { summary: spec.summary, tags: ['ingestion'], security: [{ bearer: [] }], body: spec.body, response: { 200: spec.ok, ...problems(...spec.errors) } },
     },

@@ -20,8 +20,9 @@ export const Tenant = Type.Object({
   usage: Type.Object({
     period_start: DateTime,
     period_end: DateTime,
-    events: Type.Integer(),
+    events: Type.Integer({ description: 'accepted events this cycle (not duplicates, not rejections)' }),
     allotment: Type.Integer(),
+    overage: Type.Integer({ description: 'billable events over the allotment (charge plans only)' }),
   }),
 });
 

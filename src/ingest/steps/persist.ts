@@ -1,6 +1,6 @@
 import { insertEvents, type EventRecord } from '../../storage/events.js';
 import { deadLetterPayload, insertDeadLetters } from '../../storage/invalid-events.js';
-import { addUsage } from '../../storage/usage.js';
+import { addUsage, stampQuotaExhaustion } from '../../storage/usage.js';
 import { touchSessions } from '../../storage/sessions.js';
 import { autoRegisterVersions } from '../../storage/versions.js';
 import type { BatchContext, BatchStep } from '../types.js';
@@ -45,6 +45,7 @@ export const persist: BatchStep = {
       const inserted = await insertEvents(q, ctx.tenantId, ctx.receivedAt, events);
       await insertDeadLetters(q, ctx.tenantId, ctx.apiKeyId, ctx.receivedAt, letters);
       await addUsage(q, ctx.tenantId, ctx.periodStart, inserted.size);
+      if (inserted.size > 0) await stampQuotaExhaustion(q, ctx.tenantId, ctx.periodStart, ctx.allotment, ctx.receivedAt);
       await touchSessions(q, ctx.tenantId, sessionsSeen);
       return inserted;
     });
