@@ -1,5 +1,5 @@
 import { LOCKS } from '../storage/db.js';
-import { purgePendingEnds, timeOutSessions } from '../storage/sessions.js';
+import { purgeEarlySigns, purgePendingEnds, timeOutSessions } from '../storage/sessions.js';
 import type { Job } from './runner.js';
 
 const CHUNK = 5000;
@@ -21,6 +21,7 @@ export function sessionTimeoutJob(timeoutMinutes: number, intervalMs = 60_000): 
         // next chunk
       }
       await purgePendingEnds(q, new Date(now.getTime() - PENDING_END_TTL_MS));
+      await purgeEarlySigns(q, cutoff);
     },
   };
 }

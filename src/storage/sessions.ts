@@ -37,9 +37,10 @@ const COLUMNS = 'session_id, started_at, ended_at, end_reason, account_id, licen
 /** Inserts the session unless it exists; returns whether it was new. A repeated start changes nothing. */
 export async function insertSession(q: Queryable, tenantId: string, s: SessionStart, receivedAt: Date, end?: { ended_at: string; end_reason: string }): Promise<boolean> {
   const rows = await q.query(
-    `INSERT INTO sessions (tenant_id, session_id, product_id, product_version, actor_id, account_id, license_id, properties,
+    `WITH early AS (DELETE FROM session_early_signs WHERE tenant_id = $1 AND session_id = $2 RETURNING last_seen_at)
+     INSERT INTO sessions (tenant_id, session_id, product_id, product_version, actor_id, account_id, license_id, properties,
                            started_at, last_seen_at, ended_at, end_reason, received_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::timestamptz, greatest($9::timestamptz, (SELECT max(last_seen_at) FROM early)), $10, $11, $12)
      ON CONFLICT (tenant_id, session_id) DO NOTHING RETURNING session_id`,
     [tenantId, s.session_id, s.product_id, s.product_version, s.actor_id, s.account_id, s.license_id, s.properties, s.started_at, end?.ended_at ?? null, end?.end_reason ?? null, receivedAt],
   );
@@ -85,14 +86,23 @@ export async function takePendingEnd(q: Queryable, tenantId: string, sessionId: 
   return { ended_at: iso(r.ended_at)!, end_reason: r.end_reason };
 }
 
-/** Moves the last sign of life of open sessions forward (events carrying their id). Sorted: one lock order. */
+/**
+ * Moves the last sign of life of open sessions forward (events carrying their id), and keeps the
+ * signs of sessions whose start has not arrived yet for insertSession to fold in. One statement;
+ * a session row is written only when the event is newer than what it has.
+ */
 export async function touchSessions(q: Queryable, tenantId: string, seen: Map<string, string>): Promise<void> {
   if (seen.size === 0) return;
   const ids = [...seen.keys()].sort();
   await q.query(
-    `UPDATE sessions s SET last_seen_at = greatest(s.last_seen_at, x.ts)
-       FROM unnest($2::text[], $3::timestamptz[]) AS x(sid, ts)
-      WHERE s.tenant_id = $1 AND s.session_id = x.sid AND s.ended_at IS NULL`,
+    `WITH x AS (SELECT * FROM unnest($2::text[], $3::timestamptz[]) AS x(sid, ts)),
+     known AS (SELECT s.session_id FROM sessions s JOIN x ON s.tenant_id = $1 AND s.session_id = x.sid),
+     moved AS (
+       UPDATE sessions s SET last_seen_at = x.ts FROM x
+        WHERE s.tenant_id = $1 AND s.session_id = x.sid AND s.ended_at IS NULL AND x.ts > s.last_seen_at RETURNING 1)
+     INSERT INTO session_early_signs (tenant_id, session_id, last_seen_at)
+     SELECT $1, x.sid, x.ts FROM x WHERE x.sid NOT IN (SELECT session_id FROM known)
+     ON CONFLICT (tenant_id, session_id) DO UPDATE SET last_seen_at = greatest(session_early_signs.last_seen_at, excluded.last_seen_at)`,
     [tenantId, ids, ids.map((id) => seen.get(id))],
   );
 }
@@ -111,4 +121,9 @@ export async function timeOutSessions(q: Queryable, cutoff: Date, limit: number)
 
 export async function purgePendingEnds(q: Queryable, olderThan: Date): Promise<void> {
   await q.query('DELETE FROM pending_session_ends WHERE received_at < $1', [olderThan]);
+}
+
+/** Signs of sessions that never started, older than the session timeout, are forgotten. */
+export async function purgeEarlySigns(q: Queryable, olderThan: Date): Promise<void> {
+  await q.query('DELETE FROM session_early_signs WHERE last_seen_at < $1', [olderThan]);
 }

@@ -60,7 +60,8 @@ export function checkCommon(body: Record<string, unknown>, opts: { properties?: 
 export function productAndVersion(body: Record<string, unknown>, versionRequired = true): { slug: string; version: string | null } {
   const slug = productOf(body);
   if (typeof slug !== 'string' || slug.length === 0) throw fieldError('product', 'is required (or source_app)');
-  const version = productVersionOf(body);
+  // An explicit null (identify) is a null version, not a missing one to look up under the legacy name.
+  const version = body.product_version === null ? null : productVersionOf(body);
   if (version === null && !versionRequired) return { slug, version: null };
   if (typeof version !== 'string' || version.length === 0) throw fieldError('product_version', 'is required (or source_version)');
   if ([...version].length > 128) throw fieldError('product_version', 'must be at most 128 characters');

@@ -1,0 +1,185 @@
+// X-Environment-Data and request races over app.inject against a real store (PGlite, or PostgreSQL at TEST_DATABASE_URL); only plans and one app's clock are set by hand.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { v7 as uuidv7 } from 'uuid';
+import { mergePlans } from '../src/domain/plans.js';
+import type { App } from '../src/http/context.js';
+import { countStored, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const ENV = { os: 'Windows 11 23H2', runtime: '.NET 8.0.1', browser: null, screen: { width: 2560, height: 1440 }, locale: 'de-DE' };
+// Sessions start an hour ago: a server sharing the database times out sessions on the real clock.
+const HOUR = 3_600_000;
+const STARTED = new Date(Math.floor(Date.now() / 1000) * 1000 - HOUR).toISOString();
+const at = (offsetMs: number) => new Date(Date.parse(STARTED) + offsetMs).toISOString();
+const header = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+
+function post(app: App, key: string, url: string, body: unknown, headers: Record<string, string> = {}) {
+  return app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
+}
+
+async function environments(tenantId: string): Promise<{ actor_id: string; session_id: string; data: unknown }[]> {
+  return t.db.query('SELECT actor_id, session_id, data FROM environments WHERE tenant_id = $1 ORDER BY actor_id, session_id', [tenantId]);
+}
+
+function sessionStart(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { session_id: uuidv7(), actor_id: 'actor-1', product: 'app', product_version: '1.0.0', started_at: STARTED, ...overrides };
+}
+
+function exception(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    exception_id: uuidv7(),
+    exception_type: 'TypeError',
+    severity: 'fatal',
+    occurred_at: at(5 * 60_000),
+    actor_id: 'actor-1',
+    product: 'app',
+    product_version: '1.0.0',
+    ...overrides,
+  };
+}
+
+describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser clients")', () => {
+  it('on POST /v1/events: stored against the actor and the session of the request', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const sessionId = uuidv7();
+    const res = await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'actor-1', session_id: sessionId }), event({ actor_id: 'actor-2' })], { headers: { 'x-environment-data': header(ENV) } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(await environments(tenant.id), [
+      { actor_id: 'actor-1', session_id: sessionId, data: ENV },
+      { actor_id: 'actor-2', session_id: '', data: ENV },
+    ]);
+  });
+
+  it('on POST /v1/events/sessions: stored against the session\'s actor and session', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const s = sessionStart({ actor_id: 'actor-7' });
+    const res = await post(t.app, tenant.ingestKey, '/v1/events/sessions', s, { 'x-environment-data': header(ENV) });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-7', session_id: s.session_id, data: ENV }]);
+  });
+
+  it('on POST /v1/events/exceptions: stored against the exception\'s actor and session', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const sessionId = uuidv7();
+    const res = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', exception({ actor_id: 'actor-8', session_id: sessionId }), { 'x-environment-data': header(ENV) });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-8', session_id: sessionId, data: ENV }]);
+  });
+
+  it('a later header replaces the environment of the same actor and session', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    await postEvents(t.app, tenant.ingestKey, [event()], { headers: { 'x-environment-data': header(ENV) } });
+    const newer = { ...ENV, os: 'Windows 11 24H2' };
+    await postEvents(t.app, tenant.ingestKey, [event()], { headers: { 'x-environment-data': header(newer) } });
+    assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-1', session_id: '', data: newer }]);
+  });
+
+  it('a malformed header is ignored and the request still succeeds', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const malformed: [string, string][] = [
+      ['not base64', '%%% not base64 %%%'],
+      ['raw JSON, not encoded', JSON.stringify(ENV)],
+      ['base64 of non-JSON', Buffer.from('os=linux; locale=fr').toString('base64')],
+      ['base64 of truncated JSON', Buffer.from('{"os":"lin').toString('base64')],
+      ['base64 of a JSON array', header([ENV])],
+      ['base64 of a JSON string', header('linux')],
+      ['base64 of null', header(null)],
+      ['base64 of a __proto__ key', Buffer.from('{"__proto__":{"polluted":true}}').toString('base64')],
+      ['huge', header({ blob: 'x'.repeat(200_000) })],
+    ];
+    for (const [what, value] of malformed) {
+      const res = await postEvents(t.app, tenant.ingestKey, [event()], { headers: { 'x-environment-data': value } });
+      assert.equal(res.statusCode, 200, `${what}: ${res.body}`);
+      const s = await post(t.app, tenant.ingestKey, '/v1/events/sessions', sessionStart(), { 'x-environment-data': value });
+      assert.equal(s.statusCode, 200, `${what} on a session start: ${s.body}`);
+      const e = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', exception(), { 'x-environment-data': value });
+      assert.equal(e.statusCode, 200, `${what} on an exception: ${e.body}`);
+    }
+    assert.equal(await countStored(t.db, tenant.id), malformed.length);
+    assert.deepEqual(await environments(tenant.id), []);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  });
+
+  it('is kept even when the request is answered 429', async () => {
+    const limited = await startTestApp({ db: t.db, plans: mergePlans({ trial: { requests_per_minute: 1 } }) });
+    try {
+      const tenant = await tenantWithProduct(limited.app, 'trial');
+      assert.equal((await postEvents(limited.app, tenant.ingestKey, [event()])).statusCode, 200, 'uses the minute');
+      const sessionId = uuidv7();
+      const res = await postEvents(limited.app, tenant.ingestKey, [event({ actor_id: 'actor-9', session_id: sessionId })], { headers: { 'x-environment-data': header(ENV) } });
+      assert.equal(res.statusCode, 429, res.body);
+      assert.equal(res.json().code, 'rate_limited');
+      assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/);
+      assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-9', session_id: sessionId, data: ENV }]);
+      assert.equal(await countStored(t.db, tenant.id), 1, 'the refused event itself is not stored');
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('is kept even when the request is answered 402 (trial expired)', async () => {
+    const tenant = await tenantWithProduct(t.app, 'trial');
+    const later = await startTestApp({ db: t.db, now: () => new Date(Date.now() + 22 * 86_400_000) });
+    try {
+      const res = await postEvents(later.app, tenant.ingestKey, [event({ actor_id: 'actor-3' })], { headers: { 'x-environment-data': header(ENV) } });
+      assert.equal(res.statusCode, 402, res.body);
+      assert.equal(res.json().code, 'billing_blocked');
+      assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-3', session_id: '', data: ENV }]);
+      assert.equal(await countStored(t.db, tenant.id), 0);
+    } finally {
+      await later.close();
+    }
+  });
+
+  it('another tenant\'s header never lands on this tenant', async () => {
+    const a = await tenantWithProduct(t.app);
+    const b = await tenantWithProduct(t.app);
+    await postEvents(t.app, b.ingestKey, [event()], { headers: { 'x-environment-data': header(ENV) } });
+    assert.deepEqual(await environments(a.id), []);
+    assert.equal((await environments(b.id)).length, 1);
+  });
+});
+
+describe('requests race (CONTRACT.md "Browser clients")', () => {
+  it('an event and an exception carrying a session_id not yet seen are accepted and keep it; the start, when it comes, is accepted', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const sessionId = uuidv7();
+    const ev = event({ session_id: sessionId, timestamp: at(5 * 60_000) });
+    const evRes = await postEvents(t.app, tenant.ingestKey, [ev]);
+    assert.equal(evRes.statusCode, 200, evRes.body);
+    assert.equal(evRes.json().results[0].status, 'accepted');
+    const ex = exception({ session_id: sessionId });
+    const exRes = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', ex);
+    assert.equal(exRes.statusCode, 200, exRes.body);
+
+    const startRes = await post(t.app, tenant.ingestKey, '/v1/events/sessions', sessionStart({ session_id: sessionId }));
+    assert.equal(startRes.statusCode, 200, startRes.body);
+    assert.deepEqual(startRes.json(), { session_id: sessionId, status: 'accepted' });
+
+    const [evRow] = await t.db.query<{ session_id: string }>('SELECT session_id FROM events WHERE tenant_id = $1 AND event_id = $2', [tenant.id, ev.event_id]);
+    assert.equal(evRow!.session_id, sessionId);
+    const [exRow] = await t.db.query<{ session_id: string }>('SELECT session_id FROM exceptions WHERE tenant_id = $1 AND exception_id = $2', [tenant.id, ex.exception_id]);
+    assert.equal(exRow!.session_id, sessionId);
+    const [linked] = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM sessions s JOIN events e ON e.tenant_id = s.tenant_id AND e.session_id::text = s.session_id WHERE s.tenant_id = $1 AND s.session_id = $2`,
+      [tenant.id, sessionId],
+    );
+    assert.equal(linked!.n, 1, 'the session links the event that came first');
+  });
+
+  it('a new session\'s start before the old one\'s end: both are accepted and end normally', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const old = sessionStart();
+    const next = sessionStart({ started_at: at(30 * 60_000) });
+    assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/sessions', old)).statusCode, 200);
+    assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/sessions', next)).statusCode, 200);
+    const endOld = await post(t.app, tenant.ingestKey, '/v1/events/sessions/end', { session_id: old.session_id, ended_at: at(31 * 60_000) });
+    assert.deepEqual(endOld.json(), { session_id: old.session_id, status: 'ended' });
+    const [row] = await t.db.query<{ ended_at: Date | null }>('SELECT ended_at FROM sessions WHERE tenant_id = $1 AND session_id = $2', [tenant.id, next.session_id]);
+    assert.equal(row!.ended_at, null, 'the new session stays open');
+  });
+});
