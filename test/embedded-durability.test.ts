@@ -51,6 +51,40 @@ describe('embedded store durability', { skip }, () => {
     }
   });
 
+  it('BAD-INPUTS 44: a crash after commit and before the response: the client\'s retry is deduplicated', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-retry-'));
+    try {
+      const env = { DATA_DIR: dir, ADMIN_TOKEN: ADMIN };
+      let server = await startServer(env);
+      const created = await json(`${server.url}/admin/v1/tenants`, { method: 'POST', body: JSON.stringify({ name: 'r', plan: 'enterprise' }) });
+      const admin = created.body.api_keys.find((k: { permissions: string[] }) => k.permissions.length === 4).key;
+      await json(`${server.url}/v1/products`, { method: 'POST', key: admin, body: JSON.stringify({ slug: 'app' }) });
+      const batch = Array.from({ length: 500 }, () => event());
+      // Send, and kill the server while the batch is being handled: the answer is lost either way,
+      // whether or not the commit happened first.
+      const lost = json(`${server.url}/v1/events`, { method: 'POST', key: admin, body: JSON.stringify(batch) }).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 30));
+      server.child.kill('SIGKILL');
+      await server.stop();
+      await lost;
+
+      server = await startServer(env);
+      try {
+        const retry = await json(`${server.url}/v1/events`, { method: 'POST', key: admin, body: JSON.stringify(batch) });
+        assert.equal(retry.status, 200);
+        assert.equal(retry.body.accepted, 500);
+        const again = await json(`${server.url}/v1/events`, { method: 'POST', key: admin, body: JSON.stringify(batch) });
+        assert.ok(again.body.results.every((r: { duplicate?: boolean }) => r.duplicate === true));
+        const tenant = await json(`${server.url}/admin/v1/tenants/${created.body.tenant.id}`);
+        assert.equal(tenant.body.usage.events, 500, 'stored and counted once');
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to open a DATA_DIR that a live server owns', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tally-owned-'));
     const server = await startServer({ DATA_DIR: dir, ADMIN_TOKEN: ADMIN });
