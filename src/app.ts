@@ -13,6 +13,7 @@ import type { App, AppContext } from './http/context.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling } from './http/plugins/errors.js';
 import { registerMetrics } from './http/plugins/metrics.js';
+import { registerOverloadProtection } from './http/plugins/overload.js';
 import { createRateLimiter, type RateLimiter } from './http/plugins/rate-limit.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { eventRoutes } from './http/routes/events.js';
@@ -137,6 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   registerErrorHandling(app);
+  await registerOverloadProtection(app, ctx);
   registerCors(app);
   registerEnvironment(app, ctx);
   healthRoutes(app, ctx);

@@ -1,4 +1,5 @@
 // Reads the environment once; everything else receives a Config.
+import { getHeapStatistics } from 'node:v8';
 export interface Config {
   port: number;
   host: string;
@@ -17,6 +18,10 @@ export interface Config {
   /** Embedded store only: "commit" fsyncs the WAL before every acknowledgement, "off" leaves it to the OS. */
   embeddedSync: 'commit' | 'off';
   shutdownGraceMs: number;
+  /** Overload protection: past any of these, ingestion and readiness answer 503 (0 = that check is off). */
+  maxEventLoopDelayMs: number;
+  maxHeapUsedBytes: number;
+  maxRssBytes: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -47,5 +52,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     embeddedSync: sync,
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000),
+    maxEventLoopDelayMs: int(env, 'MAX_EVENT_LOOP_DELAY_MS', 1000),
+    // Default: 90 % of V8's heap limit, so we refuse work before the process dies of it.
+    maxHeapUsedBytes: int(env, 'MAX_HEAP_USED_BYTES', Math.floor(getHeapStatistics().heap_size_limit * 0.9)),
+    maxRssBytes: int(env, 'MAX_RSS_BYTES', 0),
   };
 }
