@@ -23,6 +23,8 @@ import { productRoutes } from './http/routes/products.js';
 import { versionRoutes } from './http/routes/versions.js';
 import { recordRoutes } from './http/routes/records.js';
 import { allowlistRoutes } from './http/routes/allowlists.js';
+import { accountRoutes } from './http/routes/accounts.js';
+import { exceptionRoutes } from './http/routes/exceptions.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -147,6 +149,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   versionRoutes(app, ctx);
   recordRoutes(app, ctx);
   allowlistRoutes(app, ctx);
+  accountRoutes(app, ctx);
+  exceptionRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   app.addHook('onClose', async () => {

@@ -1,10 +1,16 @@
 import type { Config } from '../config.js';
 import { deadLetterRetentionJob } from './dead-letter-retention.js';
 import { productPurgeJob } from './product-purge.js';
+import { rollupJob } from './rollups.js';
 import type { Job } from './runner.js';
 import { sessionTimeoutJob } from './session-timeouts.js';
 
 /** Every background job a server process runs (each in one process at a time). */
 export function backgroundJobs(config: Config): Job[] {
-  return [deadLetterRetentionJob(config.deadLetterRetentionDays), productPurgeJob(), sessionTimeoutJob(config.sessionTimeoutMinutes)];
+  return [
+    deadLetterRetentionJob(config.deadLetterRetentionDays),
+    productPurgeJob(),
+    sessionTimeoutJob(config.sessionTimeoutMinutes),
+    rollupJob(config.rollupIntervalSeconds),
+  ];
 }

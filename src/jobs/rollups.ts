@@ -1,0 +1,46 @@
+import { LOCKS, type Queryable } from '../storage/db.js';
+import { dropOldFacts, foldHorizon, foldNewRows, refreshTenant, setHorizon, staleTenants, touchRefreshed } from '../storage/rollups.js';
+import type { Job } from './runner.js';
+
+export const WINDOW_DAYS = 30;
+
+/** The window: the 30 UTC days ending on the day of `now` (today included). */
+export function windowStart(now: Date): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (WINDOW_DAYS - 1))).toISOString().slice(0, 10);
+}
+
+async function inTransaction(q: Queryable, fn: () => Promise<void>): Promise<void> {
+  await q.exec('BEGIN');
+  try {
+    await fn();
+    await q.exec('COMMIT');
+  } catch (err) {
+    await q.exec('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Every ROLLUP_INTERVAL_SECONDS, in one process at a time: fold the rows written since the last
+ * run into daily facts (cost follows new data), then rebuild the snapshots of the tenants that had
+ * new data or whose window moved to a new day (cost follows the window's facts, never raw events).
+ * One transaction, so the fold, its horizon and the snapshots move together.
+ */
+export function rollupJob(intervalSeconds: number): Job {
+  return {
+    name: 'rollups',
+    lockKey: LOCKS.rollups,
+    intervalMs: Math.max(1, intervalSeconds) * 1000,
+    async run(q, now) {
+      const start = windowStart(now);
+      await inTransaction(q, async () => {
+        const { from, to } = await foldHorizon(q);
+        const touched = to > from ? await foldNewRows(q, from, to, new Date(`${start}T00:00:00Z`)) : new Set<string>();
+        if (to > from) await setHorizon(q, to);
+        for (const tenantId of new Set([...touched, ...(await staleTenants(q, start))])) await refreshTenant(q, tenantId, start, now);
+        await touchRefreshed(q, now);
+        await dropOldFacts(q, start);
+      });
+    },
+  };
+}

@@ -1,0 +1,138 @@
+import type { Queryable } from './db.js';
+import { iso } from './rows.js';
+
+// Reads for the account and license endpoints: snapshots for lists, daily facts within the
+// tenant's window for one account or license. Every function takes the tenant first.
+
+export interface RollupInfo {
+  refreshed_at: string;
+  window_start: string;
+}
+
+export async function rollupInfo(q: Queryable, tenantId: string): Promise<RollupInfo | undefined> {
+  const [r] = await q.query<{ refreshed_at: Date; window_start: string }>("SELECT refreshed_at, window_start::text AS window_start FROM tenant_rollups WHERE tenant_id = $1", [tenantId]);
+  return r ? { refreshed_at: iso(r.refreshed_at)!, window_start: r.window_start } : undefined;
+}
+
+const num = (v: unknown) => Number(v ?? 0);
+
+export interface Snapshot {
+  id: string;
+  accounts: number;
+  licenses: number;
+  events: number;
+  sessions: number;
+  exceptions: number;
+  active_actors: number;
+  products: number;
+  first_seen: string | null;
+  last_seen: string | null;
+}
+
+function snapshotRow(r: Record<string, unknown>, kind: 'account_id' | 'license_id'): Snapshot {
+  return {
+    id: r[kind] as string,
+    accounts: num(r.accounts),
+    licenses: num(r.licenses),
+    events: num(r.events),
+    sessions: num(r.sessions),
+    exceptions: num(r.exceptions),
+    active_actors: num(r.active_actors),
+    products: num(r.products),
+    first_seen: iso(r.first_seen),
+    last_seen: iso(r.last_seen),
+  };
+}
+
+export async function listSnapshot(q: Queryable, tenantId: string, kind: 'account_id' | 'license_id', after: string | undefined, limit: number): Promise<Snapshot[]> {
+  const table = kind === 'account_id' ? 'ru_accounts' : 'ru_licenses';
+  const rows = await q.query(`SELECT * FROM ${table} WHERE tenant_id = $1 AND ($2::text IS NULL OR ${kind} > $2) ORDER BY ${kind} LIMIT $3`, [tenantId, after ?? null, limit]);
+  return rows.map((r) => snapshotRow(r, kind));
+}
+
+export async function getSnapshot(q: Queryable, tenantId: string, kind: 'account_id' | 'license_id', id: string): Promise<Snapshot | undefined> {
+  const table = kind === 'account_id' ? 'ru_accounts' : 'ru_licenses';
+  const [r] = await q.query(`SELECT * FROM ${table} WHERE tenant_id = $1 AND ${kind} = $2`, [tenantId, id]);
+  return r ? snapshotRow(r, kind) : undefined;
+}
+
+type Scope = { tenantId: string; kind: 'account_id' | 'license_id'; id: string; windowStart: string };
+const where = (s: Scope) => `tenant_id = $1 AND ${s.kind} = $2 AND day >= $3::date`;
+const args = (s: Scope) => [s.tenantId, s.id, s.windowStart];
+
+export async function productsOf(q: Queryable, s: Scope) {
+  const rows = await q.query(
+    `SELECT p.slug AS product, e.product_id, e.events, coalesce(x.sessions, 0) AS sessions
+       FROM (SELECT product_id, sum(events) AS events FROM ru_event_facts WHERE ${where(s)} GROUP BY product_id) e
+       JOIN products p ON p.id = e.product_id
+       LEFT JOIN (SELECT product_id, sum(sessions) AS sessions FROM ru_session_facts WHERE ${where(s)} GROUP BY product_id) x ON x.product_id = e.product_id
+      ORDER BY e.events DESC, p.slug`,
+    args(s),
+  );
+  return rows.map((r) => ({ product: r.product as string, product_id: r.product_id as string, events: num(r.events), sessions: num(r.sessions) }));
+}
+
+/** (source_app, source_version) rows: the product slug and version, as SPEC.md names them. */
+export async function versionsOf(q: Queryable, s: Scope) {
+  const rows = await q.query(
+    `SELECT p.slug AS source_app, e.product_version AS source_version, e.events, coalesce(x.sessions, 0) AS sessions
+       FROM (SELECT product_id, product_version, sum(events) AS events FROM ru_event_facts WHERE ${where(s)} GROUP BY 1, 2) e
+       JOIN products p ON p.id = e.product_id
+       LEFT JOIN (SELECT product_id, product_version, sum(sessions) AS sessions FROM ru_session_facts WHERE ${where(s)} GROUP BY 1, 2) x
+              ON x.product_id = e.product_id AND x.product_version = e.product_version
+      ORDER BY e.events DESC, 1, 2`,
+    args(s),
+  );
+  return rows.map((r) => ({ source_app: r.source_app as string, source_version: r.source_version as string, events: num(r.events), sessions: num(r.sessions) }));
+}
+
+/** The other side of the pair: licenses of an account, accounts of a license. */
+export async function counterpartsOf(q: Queryable, s: Scope) {
+  const other = s.kind === 'account_id' ? 'license_id' : 'account_id';
+  const rows = await q.query(
+    `SELECT e.k, e.events, coalesce(a.actors, 0) AS actors, e.first_seen, e.last_seen
+       FROM (SELECT ${other} AS k, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+               FROM ru_event_facts WHERE ${where(s)} AND ${other} <> '' GROUP BY 1) e
+       LEFT JOIN (SELECT ${other} AS k, count(DISTINCT actor_id) AS actors FROM ru_actor_facts WHERE ${where(s)} AND ${other} <> '' GROUP BY 1) a ON a.k = e.k
+      ORDER BY e.events DESC, e.k`,
+    args(s),
+  );
+  return rows.map((r) => ({ id: r.k as string, events: num(r.events), active_actors: num(r.actors), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
+}
+
+export async function featuresOf(q: Queryable, s: Scope, limit: number) {
+  const rows = await q.query(
+    `SELECT category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+       FROM ru_event_facts WHERE ${where(s)} GROUP BY category, name ORDER BY 3 DESC, 1, 2 LIMIT $4`,
+    [...args(s), limit],
+  );
+  return rows.map((r) => ({ category: r.category as string, name: r.name as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
+}
+
+export async function actorsOf(q: Queryable, s: Scope, after: string | undefined, limit: number) {
+  const rows = await q.query(
+    `SELECT actor_id, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+       FROM ru_actor_facts WHERE ${where(s)} AND ($4::text IS NULL OR actor_id > $4) GROUP BY actor_id ORDER BY actor_id LIMIT $5`,
+    [...args(s), after ?? null, limit],
+  );
+  return rows.map((r) => ({ actor_id: r.actor_id as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
+}
+
+export async function activeActors(q: Queryable, s: Scope): Promise<number> {
+  const [r] = await q.query(`SELECT count(DISTINCT actor_id) AS n FROM ru_actor_facts WHERE ${where(s)}`, args(s));
+  return num(r?.n);
+}
+
+export async function dailyActivity(q: Queryable, s: Scope) {
+  const rows = await q.query(
+    `SELECT d.day::text AS day, coalesce(e.n, 0) AS events, coalesce(x.n, 0) AS sessions, coalesce(y.n, 0) AS exceptions
+       FROM (SELECT day FROM ru_event_facts WHERE ${where(s)} UNION SELECT day FROM ru_session_facts WHERE ${where(s)}
+             UNION SELECT day FROM ru_exception_facts WHERE ${where(s)}) d
+       LEFT JOIN (SELECT day, sum(events) AS n FROM ru_event_facts WHERE ${where(s)} GROUP BY day) e ON e.day = d.day
+       LEFT JOIN (SELECT day, sum(sessions) AS n FROM ru_session_facts WHERE ${where(s)} GROUP BY day) x ON x.day = d.day
+       LEFT JOIN (SELECT day, sum(exceptions) AS n FROM ru_exception_facts WHERE ${where(s)} GROUP BY day) y ON y.day = d.day
+      ORDER BY d.day DESC`,
+    args(s),
+  );
+  return rows.map((r) => ({ day: r.day as string, events: num(r.events), sessions: num(r.sessions), exceptions: num(r.exceptions) }));
+}

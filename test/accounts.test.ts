@@ -1,0 +1,241 @@
+// Account and license endpoints over app.inject against a real store. The rollup job runs for real
+// (startJobs(...).runOnce) instead of on its timer; the fixture's numbers are computed by hand.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { ADMIN_TOKEN, createProduct, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const DAY = 86_400_000;
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+const silent = { warn() {}, info() {}, error() {} } as never;
+async function refresh() {
+  const jobs = startJobs(t.db, [rollupJob(60)], silent);
+  assert.equal(await jobs.runOnce('rollups'), true);
+  await jobs.stop();
+}
+
+async function fixture() {
+  const tenant = await tenantWithProduct(t.app, 'business');
+  const e = (actor: string, extra: Record<string, unknown>) => event({ actor_id: actor, timestamp: ago(3_600_000), ...extra });
+  const res = await postEvents(t.app, tenant.ingestKey, [
+    e('a1', { account_id: 'acme', license_id: 'L1', category: 'ui', name: 'click', product_version: '1.0' }),
+    e('a1', { account_id: 'acme', license_id: 'L1', category: 'ui', name: 'click', product_version: '1.0' }),
+    e('a1', { account_id: 'acme', license_id: 'L1', category: 'ui', name: 'save', product_version: '1.0' }),
+    e('a2', { account_id: 'acme', license_id: 'L1', category: 'ui', name: 'click', product_version: '2.0' }),
+    e('a2', { account_id: 'acme', license_id: 'L2', category: 'report', name: 'export', product_version: '2.0' }),
+    e('a3', { account_id: 'acme', category: 'ui', name: 'open', product_version: '2.0', timestamp: ago(29 * DAY) }), // inside the window
+    e('a4', { account_id: 'acme', category: 'ui', name: 'open', product_version: '2.0', timestamp: ago(31 * DAY) }), // outside
+    e('g1', { account_id: 'globex', license_id: 'L9', category: 'ui', name: 'click', product_version: '2.0' }),
+    e('x1', { category: 'ui', name: 'click', product_version: '2.0' }), // no account, no license
+  ]);
+  assert.equal(res.statusCode, 200);
+  const headers = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' };
+  const session = (id: string, extra: object) =>
+    t.app.inject({ method: 'POST', url: '/v1/events/sessions', headers, payload: { session_id: id, actor_id: 'a1', product: 'app', product_version: '1.0', started_at: ago(3_600_000), ...extra } });
+  assert.equal((await session('s1', { account_id: 'acme', license_id: 'L1' })).statusCode, 200);
+  assert.equal((await session('s2', {})).statusCode, 200);
+  for (const id of ['x1', 'x2']) {
+    const r = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events/exceptions',
+      headers,
+      payload: { exception_id: id, exception_type: 'TypeError', message: 'boom', stack_trace: 'TypeError: boom\n    at save (app.js:10:5)', severity: 'fatal', occurred_at: ago(1_800_000), actor_id: 'a1', product: 'app', product_version: '1.0', account_id: 'acme', license_id: 'L1' },
+    });
+    assert.equal(r.statusCode, 200);
+  }
+  await refresh();
+  return tenant;
+}
+
+describe('accounts and licenses', () => {
+  it('lists accounts with window counts, refreshed_at and window_days', async () => {
+    const tenant = await fixture();
+    const body = (await get(t.app, tenant.adminKey, '/v1/accounts')).json();
+    assert.equal(body.window_days, 30);
+    assert.ok(Date.parse(body.refreshed_at) <= Date.now());
+    assert.equal(body.next_cursor, null);
+    assert.deepEqual(body.data.map((a: { account_id: string }) => a.account_id), ['acme', 'globex']);
+    const acme = body.data[0];
+    assert.equal(acme.events, 6, '5 recent + 1 at 29 days; the one at 31 days is outside');
+    assert.equal(acme.active_actors, 3, 'a1, a2, a3: exact distinct');
+    assert.equal(acme.licenses, 2);
+    assert.equal(acme.sessions, 1);
+    assert.equal(acme.exceptions, 2);
+    assert.equal(acme.products, 1);
+  });
+
+  it('answers the account overview, features, actors, licenses, versions and exceptions', async () => {
+    const tenant = await fixture();
+    const o = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();
+    assert.deepEqual(o.counts, { events: 6, sessions: 1, exceptions: 2, active_actors: 3, licenses: 2, products: 1 });
+    assert.deepEqual(o.products.map((p: { product: string; events: number }) => [p.product, p.events]), [['app', 6]]);
+    assert.deepEqual(o.versions.map((v: { source_version: string; events: number }) => [v.source_version, v.events]), [['1.0', 3], ['2.0', 3]]);
+    assert.deepEqual(o.licenses.map((l: { license_id: string; events: number; active_actors: number }) => [l.license_id, l.events, l.active_actors]), [['L1', 4, 2], ['L2', 1, 1]]);
+    assert.equal(o.recent_exceptions.length, 1);
+    assert.equal(o.recent_exceptions[0].count, 2);
+    assert.equal(o.recent_exceptions[0].exception_type, 'TypeError');
+
+    const features = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/features')).json();
+    assert.deepEqual(features.data.map((f: { category: string; name: string; events: number }) => [f.category, f.name, f.events]), [
+      ['ui', 'click', 3],
+      ['report', 'export', 1],
+      ['ui', 'open', 1],
+      ['ui', 'save', 1],
+    ]);
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts/acme/features?limit=1')).json().data.length, 1);
+
+    const actors = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/actors?limit=2')).json();
+    assert.deepEqual(actors.data.map((a: { actor_id: string; events: number }) => [a.actor_id, a.events]), [['a1', 3], ['a2', 2]]);
+    const rest = (await get(t.app, tenant.adminKey, `/v1/accounts/acme/actors?limit=2&cursor=${actors.next_cursor}`)).json();
+    assert.deepEqual(rest.data.map((a: { actor_id: string }) => a.actor_id), ['a3']);
+    assert.equal(rest.next_cursor, null);
+
+    const licenses = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/licenses')).json();
+    assert.deepEqual(licenses.data.map((l: { license_id: string }) => l.license_id), ['L1', 'L2']);
+    const versions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/versions')).json();
+    assert.deepEqual(versions.data[0], { source_app: 'app', source_version: '1.0', events: 3, sessions: 1 });
+    const exceptions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/exceptions')).json();
+    assert.equal(exceptions.data.length, 1);
+    assert.equal(exceptions.data[0].affected_actors, 1);
+    assert.deepEqual(exceptions.data[0].versions, ['1.0']);
+  });
+
+  it('lists licenses and answers one license detail', async () => {
+    const tenant = await fixture();
+    const list = (await get(t.app, tenant.adminKey, '/v1/licenses')).json();
+    assert.deepEqual(list.data.map((l: { license_id: string; events: number; accounts: number }) => [l.license_id, l.events, l.accounts]), [
+      ['L1', 4, 1],
+      ['L2', 1, 1],
+      ['L9', 1, 1],
+    ]);
+    const l1 = (await get(t.app, tenant.adminKey, '/v1/licenses/L1')).json();
+    assert.deepEqual(l1.accounts.map((a: { account_id: string }) => a.account_id), ['acme']);
+    assert.equal(l1.active_actors, 2);
+    assert.equal(l1.counts.sessions, 1);
+    assert.equal(l1.counts.exceptions, 2);
+    assert.deepEqual(l1.products.map((p: { product: string }) => p.product), ['app']);
+    assert.ok(l1.recent_activity.length >= 1);
+    assert.equal(l1.recent_activity.reduce((n: number, d: { events: number }) => n + d.events, 0), 4);
+  });
+
+  it('reports coverage, missing sources and cardinality warnings', async () => {
+    const tenant = await fixture();
+    const c = (await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json();
+    assert.deepEqual(c.events, { total: 8, with_account: 7, with_license: 6, account_pct: 87.5, license_pct: 75 });
+    assert.deepEqual(c.sessions, { total: 2, with_account: 1, with_license: 1, account_pct: 50, license_pct: 50 });
+    assert.equal(c.exceptions.total, 2);
+    assert.deepEqual(c.top_missing_sources[0], { product: 'app', product_version: '2.0', events: 5, missing_account: 1, missing_license: 2 });
+    // 3 licenses (L1, L2, L9) for 3 actors with a license (a1, a2, g1): they look per-user.
+    assert.ok(c.warnings.some((w: { type: string }) => w.type === 'licenses_look_per_user'));
+  });
+
+  it('folds each row exactly once across refreshes (incremental)', async () => {
+    const tenant = await fixture();
+    await refresh(); // nothing new: nothing counted twice
+    await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'a9', account_id: 'acme', timestamp: ago(60_000) })]);
+    await refresh();
+    const acme = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();
+    assert.equal(acme.counts.events, 7);
+    assert.equal(acme.counts.active_actors, 4);
+  });
+
+  it('paginates the account list stably', async () => {
+    const tenant = await tenantWithProduct(t.app, 'enterprise');
+    await postEvents(t.app, tenant.ingestKey, Array.from({ length: 7 }, (_, i) => event({ account_id: `acct-${i}`, timestamp: ago(60_000) })));
+    await refresh();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { data: { account_id: string }[]; next_cursor: string | null } = (await get(t.app, tenant.adminKey, `/v1/accounts?limit=3${cursor ? `&cursor=${cursor}` : ''}`)).json();
+      seen.push(...page.data.map((a) => a.account_id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    assert.deepEqual(seen, Array.from({ length: 7 }, (_, i) => `acct-${i}`));
+  });
+
+  it("an unknown account or license, or another tenant's, is 404", async () => {
+    const a = await fixture();
+    const b = await tenantWithProduct(t.app, 'business');
+    for (const url of ['/v1/accounts/acme', '/v1/accounts/acme/features', '/v1/accounts/acme/actors', '/v1/accounts/acme/licenses', '/v1/accounts/acme/versions', '/v1/accounts/acme/exceptions', '/v1/licenses/L1']) {
+      const foreign = await get(t.app, b.adminKey, url);
+      const missing = await get(t.app, a.adminKey, url.replace('acme', 'nobody').replace('L1', 'nolicense'));
+      assert.equal(foreign.statusCode, 404, url);
+      assert.equal(missing.statusCode, 404, url);
+      assert.equal(foreign.json().code, missing.json().code);
+    }
+    assert.deepEqual((await get(t.app, b.adminKey, '/v1/accounts')).json().data, []);
+  });
+
+  it('BAD-INPUTS 36: plan gating: 403 forbidden without view_accounts comes before 402 plan_limit_reached; Trial, Business and Enterprise see the endpoints', async () => {
+    for (const plan of ['starter', 'pro'] as const) {
+      const tenant = await createTenant(t.app, plan);
+      const res = await get(t.app, tenant.adminKey, '/v1/accounts');
+      assert.equal(res.statusCode, 402, plan);
+      assert.equal(res.json().code, 'plan_limit_reached');
+      assert.equal((await get(t.app, tenant.ingestKey, '/v1/accounts')).statusCode, 403, 'the permission is checked first');
+      assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).statusCode, 402);
+      assert.equal((await get(t.app, tenant.adminKey, '/v1/licenses')).statusCode, 402);
+    }
+    for (const plan of ['trial', 'business', 'enterprise'] as const) {
+      const tenant = await createTenant(t.app, plan);
+      assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts')).statusCode, 200, plan);
+      assert.equal((await get(t.app, tenant.ingestKey, '/v1/accounts')).statusCode, 403, plan);
+    }
+  });
+
+  it('account_context_enabled off hides the endpoints; an upgrade shows data stored before it', async () => {
+    const tenant = await tenantWithProduct(t.app, 'pro');
+    await postEvents(t.app, tenant.ingestKey, [event({ account_id: 'early', timestamp: ago(60_000) })]);
+    await refresh();
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts')).statusCode, 402);
+    await t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${tenant.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { plan: 'business', account_context_enabled: true } });
+    assert.deepEqual((await get(t.app, tenant.adminKey, '/v1/accounts')).json().data.map((a: { account_id: string }) => a.account_id), ['early']);
+    await t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${tenant.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { account_context_enabled: false } });
+    const off = await get(t.app, tenant.adminKey, '/v1/accounts');
+    assert.equal(off.statusCode, 403);
+    assert.equal(off.json().code, 'account_context_disabled');
+  });
+});
+
+describe('GET /v1/exceptions', () => {
+  it('groups by fingerprint with filters: product, version (latest too), severity, time, account, license', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    await createProduct(t.app, tenant.adminKey, 'other');
+    const headers = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' };
+    const send = (id: string, extra: object) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/events/exceptions',
+        headers,
+        payload: { exception_id: id, exception_type: 'E', severity: 'non_fatal', occurred_at: ago(60_000), actor_id: 'u1', product: 'app', product_version: '1.0.0', ...extra },
+      });
+    await send('e1', { message: 'one 1' });
+    await send('e2', { message: 'one 2', actor_id: 'u2', product_version: '1.2.0', account_id: 'acme' });
+    await send('e3', { exception_type: 'F', severity: 'fatal', license_id: 'L1' });
+    await send('e4', { exception_type: 'G', product: 'other', occurred_at: ago(10 * DAY) });
+    const q = async (qs: string) => (await get(t.app, tenant.adminKey, `/v1/exceptions${qs}`)).json();
+    const all = await q('');
+    assert.equal(all.data.length, 3);
+    const e = all.data.find((g: { exception_type: string }) => g.exception_type === 'E');
+    assert.equal(e.count, 2);
+    assert.equal(e.affected_actors, 2);
+    assert.deepEqual(e.versions, ['1.0.0', '1.2.0']);
+    assert.equal((await q('?product=app')).data.length, 2);
+    assert.equal((await q('?product=app&version=latest')).data.length, 1);
+    assert.equal((await q('?severity=fatal')).data[0].exception_type, 'F');
+    assert.equal((await q(`?since=${encodeURIComponent(ago(DAY))}`)).data.length, 2);
+    assert.equal((await q('?account_id=acme')).data[0].count, 1);
+    assert.equal((await q('?license_id=L1')).data[0].exception_type, 'F');
+    const first = await q('?limit=2');
+    assert.equal(first.data.length, 2);
+    const second = await q(`?limit=2&cursor=${first.next_cursor}`);
+    assert.equal(second.data.length, 1);
+    assert.equal(second.next_cursor, null);
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/exceptions?version=latest')).statusCode, 400);
+  });
+});
