@@ -46,7 +46,7 @@ async function fixture() {
       headers,
       payload: { exception_id: id, exception_type: 'TypeError', message: 'boom', stack_trace: 'TypeError: boom\n    at save (app.js:10:5)', severity: 'fatal', occurred_at: ago(1_800_000), actor_id: 'a1', product: 'app', product_version: '1.0', account_id: 'acme', license_id: 'L1' },
     });
-    assert.equal(r.statusCode, 200);
+    assert.equal(r.statusCode, 200, r.body);
   }
   await refresh();
   return tenant;
@@ -143,6 +143,38 @@ describe('accounts and licenses', () => {
     assert.equal(acme.counts.events, 7);
     assert.equal(acme.counts.active_actors, 4);
   });
+
+  it(
+    'a transaction still open during a fold is folded once it commits, exactly once; it never stalls the others',
+    { skip: process.env.TEST_DATABASE_URL ? false : 'needs concurrent connections (PostgreSQL)' },
+    async () => {
+      const tenant = await tenantWithProduct(t.app, 'business');
+      let commit!: () => void;
+      const gate = new Promise<void>((r) => (commit = r));
+      let inserted!: () => void;
+      const wrote = new Promise<void>((r) => (inserted = r));
+      // An ingest transaction that has written its row but not committed yet.
+      const slow = t.db.tx(async (q) => {
+        await q.query(
+          `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at, actor_id, account_id)
+           VALUES ($1, gen_random_uuid(), $2, '1', 'ui', 'click', now(), now(), 'slow-actor', 'slow')`,
+          [tenant.id, tenant.productId],
+        );
+        inserted();
+        await gate;
+      });
+      await wrote;
+      await postEvents(t.app, tenant.ingestKey, [event({ account_id: 'fast', timestamp: ago(60_000) })]);
+      await refresh();
+      const accounts = async () => (await get(t.app, tenant.adminKey, '/v1/accounts')).json().data.map((a: { account_id: string; events: number }) => [a.account_id, a.events]);
+      assert.deepEqual(await accounts(), [['fast', 1]], 'the open transaction does not hold the others back');
+      commit();
+      await slow;
+      await refresh();
+      await refresh();
+      assert.deepEqual(await accounts(), [['fast', 1], ['slow', 1]]);
+    },
+  );
 
   it('paginates the account list stably', async () => {
     const tenant = await tenantWithProduct(t.app, 'enterprise');

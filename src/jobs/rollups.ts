@@ -1,5 +1,5 @@
 import { LOCKS, type Queryable } from '../storage/db.js';
-import { dropOldFacts, foldHorizon, foldNewRows, refreshTenant, setHorizon, staleTenants, touchRefreshed } from '../storage/rollups.js';
+import { dropOldFacts, foldNewRows, foldRange, refreshTenant, saveFoldRange, staleTenants, touchRefreshed } from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
 export const WINDOW_DAYS = 30;
@@ -34,9 +34,9 @@ export function rollupJob(intervalSeconds: number): Job {
     async run(q, now) {
       const start = windowStart(now);
       await inTransaction(q, async () => {
-        const { from, to } = await foldHorizon(q);
-        const touched = to > from ? await foldNewRows(q, from, to, new Date(`${start}T00:00:00Z`)) : new Set<string>();
-        if (to > from) await setHorizon(q, to);
+        const range = await foldRange(q);
+        const touched = await foldNewRows(q, range, new Date(`${start}T00:00:00Z`));
+        await saveFoldRange(q, range);
         for (const tenantId of new Set([...touched, ...(await staleTenants(q, start))])) await refreshTenant(q, tenantId, start, now);
         await touchRefreshed(q, now);
         await dropOldFacts(q, start);

@@ -58,6 +58,23 @@ export function openPostgres(url: string, max: number): Db {
     }
   };
 
+  /** Runs fn on one connection holding a session advisory lock; undefined when `wait` is false and the lock is taken. */
+  const holdingLock = async <T>(key: number, wait: boolean, fn: (q: Queryable) => Promise<T>): Promise<T | undefined> => {
+    const client = await connect();
+    const q = queryable(client);
+    try {
+      if (wait) await q.query('SELECT pg_advisory_lock($1)', [key]);
+      else if (!(await q.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key]))[0]?.ok) return undefined;
+      try {
+        return await fn(q);
+      } finally {
+        await q.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
+      }
+    } finally {
+      client.release();
+    }
+  };
+
   const db: Db = {
     kind: 'postgres',
     ...queryable(pool),
@@ -78,35 +95,8 @@ export function openPostgres(url: string, max: number): Db {
         client.release(broken);
       }
     },
-    async tryWithLock(key, fn) {
-      const client = await connect();
-      const q = queryable(client);
-      try {
-        const [row] = await q.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key]);
-        if (!row?.ok) return undefined;
-        try {
-          return await fn(q);
-        } finally {
-          await q.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
-        }
-      } finally {
-        client.release();
-      }
-    },
-    async withLock(key, fn) {
-      const client = await connect();
-      const q = queryable(client);
-      try {
-        await q.query('SELECT pg_advisory_lock($1)', [key]);
-        try {
-          return await fn(q);
-        } finally {
-          await q.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
-        }
-      } finally {
-        client.release();
-      }
-    },
+    tryWithLock: (key, fn) => holdingLock(key, false, fn),
+    withLock: async (key, fn) => (await holdingLock(key, true, fn))!,
     async ping() {
       await run(pool, 'SELECT 1');
     },

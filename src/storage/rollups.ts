@@ -7,21 +7,54 @@ import type { Queryable } from './db.js';
 const DAY = `((%s AT TIME ZONE 'UTC')::date)`;
 const day = (col: string) => DAY.replace('%s', col);
 
-/** All transactions with an id below this have ended: their rows can be folded. */
-export async function foldHorizon(q: Queryable): Promise<{ from: number; to: number }> {
-  const [row] = await q.query<{ from: string; to: string }>(
-    `SELECT (SELECT horizon FROM rollup_state WHERE id = 1)::text AS from, pg_snapshot_xmin(pg_current_snapshot())::text AS to`,
-  );
-  return { from: Number(row!.from), to: Number(row!.to) };
+/**
+ * What to fold: rows written by transactions that ended since the last run. `to` is the snapshot's
+ * xmax; transactions at or above `from` and below `to` are folded unless still in progress, and
+ * those in progress (plus any still running from earlier runs) are kept as `pending` for a later
+ * run. A transaction that ended is visible in this snapshot if it committed, so each row is folded
+ * exactly once, whatever the order of commits.
+ */
+export interface FoldRange {
+  from: number;
+  to: number;
+  /** xids in [from, to) to leave for later: still in progress. */
+  skip: number[];
+  /** earlier pending xids that have ended: fold their rows now. */
+  resolved: number[];
+  /** what stays pending after this run. */
+  pending: number[];
 }
 
-export async function setHorizon(q: Queryable, to: number): Promise<void> {
-  await q.query('UPDATE rollup_state SET horizon = $1 WHERE id = 1', [to]);
+export async function foldRange(q: Queryable): Promise<FoldRange> {
+  const [row] = await q.query<{ from: string; to: string; xip: string[] | null; pending: string[] | null }>(
+    `SELECT s.horizon::text AS from, s.pending::text[] AS pending,
+            pg_snapshot_xmax(pg_current_snapshot())::text AS to,
+            ARRAY(SELECT x::text FROM pg_snapshot_xip(pg_current_snapshot()) AS x) AS xip
+       FROM rollup_state s WHERE s.id = 1`,
+  );
+  const from = Number(row!.from);
+  const to = Number(row!.to);
+  const running = new Set((row!.xip ?? []).map(Number));
+  const pending = (row!.pending ?? []).map(Number);
+  const skip = [...running].filter((x) => x >= from && x < to);
+  return {
+    from,
+    to,
+    skip,
+    resolved: pending.filter((x) => !running.has(x)),
+    pending: [...new Set([...pending.filter((x) => running.has(x)), ...skip])],
+  };
 }
+
+export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
+  await q.query('UPDATE rollup_state SET horizon = $1, pending = $2::bigint[] WHERE id = 1', [r.to, r.pending]);
+}
+
+const NEW_ROWS = `((ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($4::bigint[])) OR ingest_xid = ANY($5::bigint[]))`;
 
 /** Folds new events, sessions and exceptions; returns the tenants that had any. */
-export async function foldNewRows(q: Queryable, from: number, to: number, oldest: Date): Promise<Set<string>> {
-  const params = [from, to, oldest];
+export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Promise<Set<string>> {
+  const params = [r.from, r.to, oldest, r.skip, r.resolved];
   const tenants = new Set<string>();
   const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
   add(
@@ -29,7 +62,7 @@ export async function foldNewRows(q: Queryable, from: number, to: number, oldest
       `INSERT INTO ru_event_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, category, name, events, first_seen, last_seen)
        SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), product_id, product_version, category, name,
               count(*), min(occurred_at), max(occurred_at)
-         FROM events WHERE ingest_xid >= $1 AND ingest_xid < $2 AND occurred_at >= $3
+         FROM events WHERE ${NEW_ROWS} AND occurred_at >= $3
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
        ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version, category, name) DO UPDATE
          SET events = f.events + excluded.events, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)
@@ -40,7 +73,7 @@ export async function foldNewRows(q: Queryable, from: number, to: number, oldest
   await q.query(
     `INSERT INTO ru_actor_facts AS f (tenant_id, account_id, day, license_id, actor_id, events, first_seen, last_seen)
      SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), actor_id, count(*), min(occurred_at), max(occurred_at)
-       FROM events WHERE ingest_xid >= $1 AND ingest_xid < $2 AND occurred_at >= $3
+       FROM events WHERE ${NEW_ROWS} AND occurred_at >= $3
       GROUP BY 1, 2, 3, 4, 5
      ON CONFLICT (tenant_id, account_id, day, license_id, actor_id) DO UPDATE
        SET events = f.events + excluded.events, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)`,
@@ -50,7 +83,7 @@ export async function foldNewRows(q: Queryable, from: number, to: number, oldest
     await q.query(
       `INSERT INTO ru_session_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, sessions)
        SELECT tenant_id, coalesce(account_id, ''), ${day('started_at')}, coalesce(license_id, ''), product_id, product_version, count(*)
-         FROM sessions WHERE ingest_xid >= $1 AND ingest_xid < $2 AND started_at >= $3
+         FROM sessions WHERE ${NEW_ROWS} AND started_at >= $3
         GROUP BY 1, 2, 3, 4, 5, 6
        ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version) DO UPDATE SET sessions = f.sessions + excluded.sessions
        RETURNING tenant_id`,
@@ -62,7 +95,7 @@ export async function foldNewRows(q: Queryable, from: number, to: number, oldest
       `INSERT INTO ru_exception_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint, exceptions, first_seen, last_seen)
        SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), product_id, product_version, fingerprint,
               count(*), min(occurred_at), max(occurred_at)
-         FROM exceptions WHERE ingest_xid >= $1 AND ingest_xid < $2 AND occurred_at >= $3
+         FROM exceptions WHERE ${NEW_ROWS} AND occurred_at >= $3
         GROUP BY 1, 2, 3, 4, 5, 6, 7
        ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint) DO UPDATE
          SET exceptions = f.exceptions + excluded.exceptions, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)

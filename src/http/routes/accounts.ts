@@ -30,6 +30,11 @@ function paged<T>(rows: T[], limit: number, key: (row: T) => string) {
   return { data, next_cursor: rows.length > limit ? encodeCursor([key(data[data.length - 1]!)]) : null };
 }
 
+function countsOf<K extends 'accounts' | 'licenses'>(s: Snapshot, other: K) {
+  const base = { events: s.events, sessions: s.sessions, exceptions: s.exceptions, active_actors: s.active_actors, products: s.products };
+  return { ...base, [other]: s[other] } as typeof base & Record<K, number>;
+}
+
 const accountRow = ({ id, accounts: _a, ...r }: Snapshot) => ({ account_id: id, ...r });
 const licenseRow = ({ id, licenses: _l, ...r }: Snapshot) => ({ license_id: id, ...r });
 
@@ -68,14 +73,7 @@ export function accountRoutes(app: App, ctx: AppContext): void {
     return {
       account_id: request.params.accountId,
       ...rollup(i),
-      counts: {
-        events: snapshot.events,
-        sessions: snapshot.sessions,
-        exceptions: snapshot.exceptions,
-        active_actors: snapshot.active_actors,
-        licenses: snapshot.licenses,
-        products: snapshot.products,
-      },
+      counts: countsOf(snapshot, 'licenses'),
       first_seen: snapshot.first_seen,
       last_seen: snapshot.last_seen,
       products: await productsOf(ctx.db, scope),
@@ -152,14 +150,7 @@ export function accountRoutes(app: App, ctx: AppContext): void {
     return {
       license_id: request.params.licenseId,
       ...rollup(i),
-      counts: {
-        events: snapshot.events,
-        sessions: snapshot.sessions,
-        exceptions: snapshot.exceptions,
-        active_actors: snapshot.active_actors,
-        accounts: snapshot.accounts,
-        products: snapshot.products,
-      },
+      counts: countsOf(snapshot, 'accounts'),
       first_seen: snapshot.first_seen,
       last_seen: snapshot.last_seen,
       accounts: (await counterpartsOf(ctx.db, scope)).map(({ id, ...r }) => ({ account_id: id, ...r })),
