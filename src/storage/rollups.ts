@@ -57,16 +57,17 @@ export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Pro
   const params = [r.from, r.to, oldest, r.skip, r.resolved];
   const tenants = new Set<string>();
   const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
+  // Only the distinct tenants come back to Node, not every upserted fact row.
+  const distinctTenants = (insert: string) => `WITH f AS (${insert} RETURNING tenant_id) SELECT DISTINCT tenant_id FROM f`;
   add(
     await q.query(
-      `INSERT INTO ru_event_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, category, name, events, first_seen, last_seen)
+      distinctTenants(`INSERT INTO ru_event_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, category, name, events, first_seen, last_seen)
        SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), product_id, product_version, category, name,
               count(*), min(occurred_at), max(occurred_at)
          FROM events WHERE ${NEW_ROWS} AND occurred_at >= $3
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
        ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version, category, name) DO UPDATE
-         SET events = f.events + excluded.events, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)
-       RETURNING tenant_id`,
+         SET events = f.events + excluded.events, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)`),
       params,
     ),
   );
@@ -81,29 +82,69 @@ export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Pro
   );
   add(
     await q.query(
-      `INSERT INTO ru_session_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, sessions)
+      distinctTenants(`INSERT INTO ru_session_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, sessions)
        SELECT tenant_id, coalesce(account_id, ''), ${day('started_at')}, coalesce(license_id, ''), product_id, product_version, count(*)
          FROM sessions WHERE ${NEW_ROWS} AND started_at >= $3
         GROUP BY 1, 2, 3, 4, 5, 6
-       ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version) DO UPDATE SET sessions = f.sessions + excluded.sessions
-       RETURNING tenant_id`,
+       ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version) DO UPDATE SET sessions = f.sessions + excluded.sessions`),
       params,
     ),
   );
   add(
     await q.query(
-      `INSERT INTO ru_exception_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint, exceptions, first_seen, last_seen)
+      distinctTenants(`INSERT INTO ru_exception_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint, exceptions, first_seen, last_seen)
        SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), product_id, product_version, fingerprint,
               count(*), min(occurred_at), max(occurred_at)
          FROM exceptions WHERE ${NEW_ROWS} AND occurred_at >= $3
         GROUP BY 1, 2, 3, 4, 5, 6, 7
        ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint) DO UPDATE
-         SET exceptions = f.exceptions + excluded.exceptions, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)
-       RETURNING tenant_id`,
+         SET exceptions = f.exceptions + excluded.exceptions, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)`),
       params,
     ),
   );
+  await foldKeys(q, params);
   return tenants;
+}
+
+const KEYS = `CROSS JOIN LATERAL (VALUES ('a'::"char", r.account_id), ('l'::"char", r.license_id)) AS k(kind, key)`;
+const KEY_DAYS_CONFLICT = `ON CONFLICT (tenant_id, kind, key, day) DO UPDATE SET`;
+
+/** The narrow per-key tables: daily totals, and members with their last active day. */
+async function foldKeys(q: Queryable, params: unknown[]): Promise<void> {
+  await q.query(
+    `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, events, first_seen, last_seen)
+     SELECT r.tenant_id, k.kind, k.key, ${day('r.occurred_at')}, count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM events r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3 AND k.key IS NOT NULL
+      GROUP BY 1, 2, 3, 4
+     ${KEY_DAYS_CONFLICT} events = d.events + excluded.events, first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)`,
+    params,
+  );
+  await q.query(
+    `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, sessions)
+     SELECT r.tenant_id, k.kind, k.key, ${day('r.started_at')}, count(*)
+       FROM sessions r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.started_at >= $3 AND k.key IS NOT NULL
+      GROUP BY 1, 2, 3, 4
+     ${KEY_DAYS_CONFLICT} sessions = d.sessions + excluded.sessions`,
+    params,
+  );
+  await q.query(
+    `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, exceptions, first_seen, last_seen)
+     SELECT r.tenant_id, k.kind, k.key, ${day('r.occurred_at')}, count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM exceptions r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3 AND k.key IS NOT NULL
+      GROUP BY 1, 2, 3, 4
+     ${KEY_DAYS_CONFLICT} exceptions = d.exceptions + excluded.exceptions, first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)`,
+    params,
+  );
+  await q.query(
+    `INSERT INTO ru_key_members AS m (tenant_id, kind, key, member_kind, member, last_day)
+     SELECT r.tenant_id, k.kind, k.key, mm.kind, mm.member, max(${day('r.occurred_at')})
+       FROM events r ${KEYS}
+       CROSS JOIN LATERAL (VALUES ('u'::"char", r.actor_id), ('p'::"char", r.product_id::text), ('l'::"char", r.license_id), ('a'::"char", r.account_id)) AS mm(kind, member)
+      WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3 AND k.key IS NOT NULL AND mm.member IS NOT NULL AND mm.kind <> k.kind
+      GROUP BY 1, 2, 3, 4, 5
+     ON CONFLICT (tenant_id, kind, key, member_kind, member) DO UPDATE SET last_day = greatest(m.last_day, excluded.last_day)`,
+    params,
+  );
 }
 
 /** Tenants whose snapshot is due: new facts, or a window that has moved to a new day. */
@@ -112,34 +153,22 @@ export async function staleTenants(q: Queryable, windowStart: string): Promise<s
   return rows.map((r) => r.tenant_id);
 }
 
-const SUMS = (table: string, key: string, value: string) =>
-  `SELECT ${key} AS k, sum(${value}) AS n FROM ${table} WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY ${key}`;
-
-/** Rebuilds the tenant's account and license snapshots over the window from the facts. */
+/** Rebuilds the tenant's account and license snapshots over the window from the per-key tables. */
 export async function refreshTenant(q: Queryable, tenantId: string, windowStart: string, now: Date): Promise<void> {
-  const params = [tenantId, windowStart];
-  for (const [key, other, table] of [
-    ['account_id', 'license_id', 'ru_accounts'],
-    ['license_id', 'account_id', 'ru_licenses'],
+  for (const [kind, table, key, other] of [
+    ['a', 'ru_accounts', 'account_id', 'licenses'],
+    ['l', 'ru_licenses', 'license_id', 'accounts'],
   ] as const) {
     await q.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
-    const otherCol = table === 'ru_accounts' ? 'licenses' : 'accounts';
     await q.query(
-      `INSERT INTO ${table} (tenant_id, ${key}, events, sessions, exceptions, active_actors, ${otherCol}, products, first_seen, last_seen)
-       SELECT $1, ids.k, coalesce(e.events, 0), coalesce(s.n, 0), coalesce(x.n, 0), coalesce(a.actors, 0), coalesce(e.others, 0), coalesce(e.products, 0),
-              least(e.first_seen, x.first_seen), greatest(e.last_seen, x.last_seen)
-         FROM (SELECT ${key} AS k FROM ru_event_facts WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> ''
-               UNION SELECT ${key} FROM ru_session_facts WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> ''
-               UNION SELECT ${key} FROM ru_exception_facts WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '') ids
-         LEFT JOIN (SELECT ${key} AS k, sum(events) AS events, count(DISTINCT nullif(${other}, '')) AS others, count(DISTINCT product_id) AS products,
-                           min(first_seen) AS first_seen, max(last_seen) AS last_seen
-                      FROM ru_event_facts WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY ${key}) e ON e.k = ids.k
-         LEFT JOIN (${SUMS('ru_session_facts', key, 'sessions')}) s ON s.k = ids.k
-         LEFT JOIN (SELECT ${key} AS k, sum(exceptions) AS n, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-                      FROM ru_exception_facts WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY ${key}) x ON x.k = ids.k
-         LEFT JOIN (SELECT ${key} AS k, count(DISTINCT actor_id) AS actors FROM ru_actor_facts
-                     WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY ${key}) a ON a.k = ids.k`,
-      params,
+      `INSERT INTO ${table} (tenant_id, ${key}, events, sessions, exceptions, active_actors, ${other}, products, first_seen, last_seen)
+       SELECT $1, d.key, d.events, d.sessions, d.exceptions, coalesce(m.actors, 0), coalesce(m.others, 0), coalesce(m.products, 0), d.first_seen, d.last_seen
+         FROM (SELECT key, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+                 FROM ru_key_days WHERE tenant_id = $1 AND kind = $3 AND day >= $2::date GROUP BY key) d
+         LEFT JOIN (SELECT key, count(*) FILTER (WHERE member_kind = 'u') AS actors, count(*) FILTER (WHERE member_kind = $4) AS others,
+                           count(*) FILTER (WHERE member_kind = 'p') AS products
+                      FROM ru_key_members WHERE tenant_id = $1 AND kind = $3 AND last_day >= $2::date GROUP BY key) m ON m.key = d.key`,
+      [tenantId, windowStart, kind, kind === 'a' ? 'l' : 'a'],
     );
   }
   await q.query(
@@ -156,7 +185,8 @@ export async function touchRefreshed(q: Queryable, now: Date): Promise<void> {
 
 /** Facts older than the window are no longer read. Bounded per run. */
 export async function dropOldFacts(q: Queryable, before: string): Promise<void> {
-  for (const table of ['ru_event_facts', 'ru_actor_facts', 'ru_session_facts', 'ru_exception_facts']) {
+  for (const table of ['ru_event_facts', 'ru_actor_facts', 'ru_session_facts', 'ru_exception_facts', 'ru_key_days']) {
     await q.query(`DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE day < $1::date LIMIT 50000))`, [before]);
   }
+  await q.query('DELETE FROM ru_key_members WHERE ctid = ANY(ARRAY(SELECT ctid FROM ru_key_members WHERE last_day < $1::date LIMIT 50000))', [before]);
 }
