@@ -1,14 +1,15 @@
 // Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same insertEvents statement, no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
-//        [--latency-duration 5] [--profile DIR]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
+//        [--latency-duration 5] [--latency-concurrency N] [--profile DIR]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
@@ -24,11 +25,13 @@ const { values: opt } = parseArgs({
     runs: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '5' },
     'latency-duration': { type: 'string', default: '5' },
+    'latency-concurrency': { type: 'string' },
     profile: { type: 'string' },
   },
 });
 const STORE = opt.store === 'postgres' ? 'postgres' : opt.store === 'pglite' ? 'pglite' : fail(`--store must be pglite or postgres, got ${opt.store}`);
 const [DURATION, CONCURRENCY, RUNS, WARMUP, LAT_DURATION] = [opt.duration, opt.concurrency, opt.runs, opt.warmup, opt['latency-duration']].map(Number) as [number, number, number, number, number];
+const LAT_CONCURRENCY = Number(opt['latency-concurrency'] ?? CONCURRENCY);
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN_TOKEN = randomUUID();
@@ -49,11 +52,14 @@ const randomPool = Buffer.alloc(16 * 4096);
 let poolAt = randomPool.length;
 let seq = 0;
 function nextId(msecs: number): string {
-  if (poolAt === randomPool.length) (randomFillSync(randomPool), (poolAt = 0));
+  if (poolAt === randomPool.length) {
+    randomFillSync(randomPool);
+    poolAt = 0;
+  }
   return uuidv7({ random: randomPool.subarray(poolAt, (poolAt += 16)), msecs, seq: seq++ });
 }
 
-// ---- Realistic events: 200 actors in 20 accounts, 2-3 licenses per account, 5 versions, 3-8 mostly-string properties.
+// ---- Realistic events: 200 actors in 20 accounts, 3 licenses per account, 5 versions, 3-8 mostly-string properties.
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 const NAMES = [['app', 'started'], ['ui', 'screen_viewed'], ['ui', 'button_clicked'], ['editor', 'document_saved'], ['editor', 'document_opened'], ['export', 'pdf_exported'], ['search', 'query_run'], ['sync', 'completed']] as const;
 const VERSIONS = ['3.2.1', '3.2.1', '3.2.0', '3.3.0-beta.2', '3.1.4', '2.9.12'];
@@ -141,23 +147,27 @@ function postEvents(key: string, body: Buffer, expect: number): Promise<void> {
     req.end(body);
   });
 }
-async function api(method: string, path: string, token: string, body?: unknown): Promise<any> {
+async function api<T>(method: string, path: string, token: string, body?: unknown): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : null });
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.json();
+  return (await res.json()) as T;
 }
 
-// ---- CPU accounting: this process, the server process, the whole machine (so the rest is PostgreSQL and other load).
-const ticks = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((a, b) => a + Number(b), 0) * 10;
+// ---- CPU accounting (% of one core): this process, the server, PostgreSQL's processes, and the rest of the machine (other load).
+const ticks = (pid: number | string) => { try { return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((a, b) => a + Number(b), 0) * 10; } catch { return 0; } };
+/** CPU ms of every PostgreSQL process by pid; a phase counts a backend that exited meanwhile as zero, never negative. */
+const pgTicks = () => new Map(readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => { try { return readFileSync(`/proc/${d}/comm`, 'utf8') === 'postgres\n' ? [[d, ticks(d)] as const] : []; } catch { return []; } }));
+const pgDelta = (before: Map<string, number>) => [...pgTicks()].reduce((sum, [pid, t]) => sum + t - (before.get(pid) ?? 0), 0);
 const machine = () => readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1, 9).map(Number);
 function cpuMeter(serverPid: number) {
-  const [c0, s0, m0, t0] = [process.cpuUsage(), ticks(serverPid), machine(), performance.now()];
+  const [c0, s0, p0, m0, t0] = [process.cpuUsage(), ticks(serverPid), pgTicks(), machine(), performance.now()];
   return () => {
     const ms = performance.now() - t0;
     const c = process.cpuUsage(c0);
     const m = machine().map((v, i) => v - m0[i]!);
     const total = m.reduce((a, b) => a + b, 0);
-    return { client: r0(((c.user + c.system) / 1000 / ms) * 100), server: r0(((ticks(serverPid) - s0) / ms) * 100), machine: r0(((total - m[3]! - m[4]!) / total) * 200) };
+    const [bench, server, postgres, busy] = [(c.user + c.system) / 1000 / ms, (ticks(serverPid) - s0) / ms, pgDelta(p0) / ms, ((total - m[3]! - m[4]!) / total) * 2].map((x) => r0(x * 100)) as [number, number, number, number];
+    return `cpu %: bench ${bench}, server ${server}, postgres ${postgres}, other ${Math.max(0, busy - bench - server - postgres)}; machine busy ${busy}/200`;
   };
 }
 
@@ -203,7 +213,8 @@ function startServer(): ChildProcess {
   else delete env.DATABASE_URL;
   const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
   const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  child.stdout!.pipe(process.stderr); // the server's logs and first-start banner; our stdout ends with the JSON line
+  // The server's log lines go to our stderr (our stdout ends with the JSON line); its first-start banner is dropped.
+  createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('{') && process.stderr.write(`server: ${line}\n`));
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
   return child;
 }
@@ -227,9 +238,10 @@ async function main(): Promise<void> {
   port = await freePort();
   const server = startServer();
   await waitReady();
-  const { tenant, api_keys } = await api('POST', '/admin/v1/tenants', ADMIN_TOKEN, { name: 'bench', plan: 'enterprise' });
-  const ingestKey: string = api_keys.find((k: { permissions: string[] }) => k.permissions.length === 1).key;
-  const adminKey: string = api_keys.find((k: { permissions: string[] }) => k.permissions.length === 4).key;
+  type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
+  const { tenant, api_keys } = await api<Created>('POST', '/admin/v1/tenants', ADMIN_TOKEN, { name: 'bench', plan: 'enterprise' });
+  const ingestKey = api_keys.find((k) => k.permissions.length === 1)!.key;
+  const adminKey = api_keys.find((k) => k.permissions.length === 4)!.key;
   await api('POST', '/v1/products', adminKey, { slug: 'desktop-app', name: 'Desktop app' });
   const rawTenant = uuidv7();
   const rawProduct = uuidv7();
@@ -242,7 +254,7 @@ async function main(): Promise<void> {
   const insertRaw = async () => (await raw.tx((q) => insertEvents(q, rawTenant, new Date(), fillRecords(big[next++ % big.length]!)))).size;
 
   const kb = Math.round(big[0]!.body.length / 1000);
-  console.log(`store=${STORE} concurrency=${CONCURRENCY} duration=${DURATION}s runs=${RUNS} body≈${kb} KB/1000 events; server pid ${server.pid}`);
+  console.log(`store=${STORE} concurrency=${CONCURRENCY} latency-concurrency=${LAT_CONCURRENCY} duration=${DURATION}s runs=${RUNS} body≈${kb} KB/1000 events; server pid ${server.pid}`);
   console.log(`warm-up: ${WARMUP}s HTTP, ${WARMUP}s raw`);
   await closedLoop(CONCURRENCY, WARMUP, sendBig);
   await closedLoop(CONCURRENCY, WARMUP, insertRaw);
@@ -257,22 +269,22 @@ async function main(): Promise<void> {
     const r = await closedLoop(CONCURRENCY, DURATION, insertRaw);
     const rc = cpu();
     rawRates.push(r.events / r.seconds);
-    console.log(`run ${run}: http ${r0(h.events / h.seconds)} events/s (p50 ${pct(h.latencies, 50).toFixed(1)} ms, p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; cpu % client ${hc.client}, server ${hc.server}, machine ${hc.machine}/200)`);
-    console.log(`run ${run}: raw  ${r0(r.events / r.seconds)} events/s (p50 ${pct(r.latencies, 50).toFixed(1)} ms per 1000-row insert; cpu % bench ${rc.client}, server ${rc.server}, machine ${rc.machine}/200)`);
+    console.log(`run ${run}: http ${r0(h.events / h.seconds)} events/s (p50 ${pct(h.latencies, 50).toFixed(1)} ms, p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${hc})`);
+    console.log(`run ${run}: raw  ${r0(r.events / r.seconds)} events/s (p50 ${pct(r.latencies, 50).toFixed(1)} ms per 1000-row insert; ${rc})`);
     if (r.events !== Math.round(r.events / 1000) * 1000) console.log(`  raw: ${r.events % 1000} rows conflicted (unexpected)`);
   }
-  // 100-event batches alone (no background load), same number of senders.
+  // 100-event batches alone: no 1000-event background load, LAT_CONCURRENCY senders back to back.
   for (let run = 1; run <= RUNS; run++) {
     const cpu = cpuMeter(server.pid!);
-    const s = await closedLoop(CONCURRENCY, LAT_DURATION, sendSmall);
+    const s = await closedLoop(LAT_CONCURRENCY, LAT_DURATION, sendSmall);
     const sc = cpu();
     p99s.push(pct(s.latencies, 99));
-    console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (cpu % client ${sc.client}, server ${sc.server}, machine ${sc.machine}/200)`);
+    console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (${sc})`);
   }
 
   const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  const shown = await api('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
+  const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
   console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
   if (shown.usage.events !== acked || duplicatesSeen > 0) console.log('WARNING: stored count differs from acknowledged events, or duplicates were reported');
 
