@@ -133,7 +133,7 @@ const slowest = (log: Timing[]) => [...log].sort((a, b) => b.ms - a.ms).slice(0,
 const errors: unknown[] = [];
 const warnLog = { warn: (o: { err: unknown }) => errors.push(o.err), info() {}, error() {} } as never;
 
-/** One runOnce('rollups'); when it fails, says why, and times the same job without the pool's 15 s statement timeout. */
+/** One runOnce('rollups'); when it fails, says why, and times the same job on a client without the pool's timeouts (15 s statement_timeout, 20 s client-side query_timeout). */
 async function refresh(db: Db, label: string): Promise<{ s: number; ok: boolean; untimed_s?: number }> {
   const log: Timing[] = [];
   const jobs = startJobs(timed(db, log), [rollupJob(60)], warnLog);
@@ -145,7 +145,7 @@ async function refresh(db: Db, label: string): Promise<{ s: number; ok: boolean;
   if (ok) return { s, ok };
   const err = errors.pop() as { message?: string; cause?: { message?: string } } | undefined;
   console.log(`  error: ${err?.message}${err?.cause ? ` (cause: ${err.cause.message})` : ''}`);
-  const c = new pg.Client({ connectionString: DATABASE_URL }); // no statement_timeout
+  const c = new pg.Client({ connectionString: DATABASE_URL }); // no statement_timeout, no query_timeout
   await c.connect();
   const untimedLog: Timing[] = [];
   const q = wrap({ query: async (sql, params) => (await c.query(sql, params as unknown[])).rows, exec: async (sql) => void (await c.query(sql)) }, untimedLog);

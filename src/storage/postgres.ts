@@ -23,14 +23,22 @@ function wrap(err: unknown): never {
 }
 
 export function openPostgres(url: string, max: number): Db {
+  // JIT compilation costs more than it saves on our short statements.
+  const options = '-c jit=off';
   const pool = new pg.Pool({
     connectionString: url,
     max,
+    options,
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
     statement_timeout: 15_000,
     query_timeout: 20_000,
   });
+  // Background jobs and migrations hold a lock on their own connections, with no client-side
+  // query timeout: a large backlog may take minutes, and node-postgres would otherwise abandon the
+  // statement while it still runs on the server, holding the lock.
+  const jobPool = new pg.Pool({ connectionString: url, max: 2, options, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30_000 });
+  jobPool.on('error', () => {});
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on('error', () => {});
 
@@ -50,9 +58,9 @@ export function openPostgres(url: string, max: number): Db {
     },
   });
 
-  const connect = async (): Promise<pg.PoolClient> => {
+  const connect = async (from: pg.Pool = pool): Promise<pg.PoolClient> => {
     try {
-      return await pool.connect();
+      return await from.connect();
     } catch (err) {
       return wrap(err);
     }
@@ -60,18 +68,23 @@ export function openPostgres(url: string, max: number): Db {
 
   /** Runs fn on one connection holding a session advisory lock; undefined when `wait` is false and the lock is taken. */
   const holdingLock = async <T>(key: number, wait: boolean, fn: (q: Queryable) => Promise<T>): Promise<T | undefined> => {
-    const client = await connect();
+    const client = await connect(jobPool);
     const q = queryable(client);
+    let failed: Error | undefined;
     try {
       if (wait) await q.query('SELECT pg_advisory_lock($1)', [key]);
       else if (!(await q.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key]))[0]?.ok) return undefined;
       try {
         return await fn(q);
       } finally {
-        await q.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
+        await q.query('SELECT pg_advisory_unlock($1)', [key]).catch((err: Error) => (failed = err));
       }
+    } catch (err) {
+      failed = err as Error;
+      throw err;
     } finally {
-      client.release();
+      // A connection whose statement or unlock failed is closed, never handed back holding the lock.
+      client.release(failed);
     }
   };
 
@@ -101,7 +114,7 @@ export function openPostgres(url: string, max: number): Db {
       await run(pool, 'SELECT 1');
     },
     async close() {
-      await pool.end();
+      await Promise.all([pool.end(), jobPool.end()]);
     },
   };
   return db;

@@ -135,14 +135,18 @@ async function foldKeys(q: Queryable, params: unknown[]): Promise<void> {
      ${KEY_DAYS_CONFLICT} exceptions = d.exceptions + excluded.exceptions, first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)`,
     params,
   );
+  // Grouped before it is expanded into members; a member row is written only when its last day moves.
   await q.query(
     `INSERT INTO ru_key_members AS m (tenant_id, kind, key, member_kind, member, last_day)
-     SELECT r.tenant_id, k.kind, k.key, mm.kind, mm.member, max(${day('r.occurred_at')})
-       FROM events r ${KEYS}
-       CROSS JOIN LATERAL (VALUES ('u'::"char", r.actor_id), ('p'::"char", r.product_id::text), ('l'::"char", r.license_id), ('a'::"char", r.account_id)) AS mm(kind, member)
-      WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3 AND k.key IS NOT NULL AND mm.member IS NOT NULL AND mm.kind <> k.kind
+     SELECT g.tenant_id, k.kind, k.key, mm.kind, mm.member, max(g.day)
+       FROM (SELECT r.tenant_id, r.account_id, r.license_id, r.actor_id, r.product_id, max(${day('r.occurred_at')}) AS day
+               FROM events r WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3
+              GROUP BY 1, 2, 3, 4, 5) g
+       CROSS JOIN LATERAL (VALUES ('a'::"char", g.account_id), ('l'::"char", g.license_id)) AS k(kind, key)
+       CROSS JOIN LATERAL (VALUES ('u'::"char", g.actor_id), ('p'::"char", g.product_id::text), ('l'::"char", g.license_id), ('a'::"char", g.account_id)) AS mm(kind, member)
+      WHERE k.key IS NOT NULL AND mm.member IS NOT NULL AND mm.kind <> k.kind
       GROUP BY 1, 2, 3, 4, 5
-     ON CONFLICT (tenant_id, kind, key, member_kind, member) DO UPDATE SET last_day = greatest(m.last_day, excluded.last_day)`,
+     ON CONFLICT (tenant_id, kind, key, member_kind, member) DO UPDATE SET last_day = excluded.last_day WHERE m.last_day < excluded.last_day`,
     params,
   );
 }
