@@ -67,11 +67,11 @@ try {
   await post(`${server.url}/v1/products`, key, JSON.stringify({ slug: 'app' }));
   const url = `${server.url}/v1/events`;
 
-  // 1. Saturation: 4 senders of 1000-event batches, as fast as they go.
+  // 1. Saturation with the soak's own batch size (100 events: per-request costs count), 8 senders as fast as they go.
   let sent = 0;
   const probeEnd = Date.now() + PROBE_S * 1000;
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    while (Date.now() < probeEnd) if ((await post(url, key, batch(1000))) === 200) sent += 1000;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (Date.now() < probeEnd) if ((await post(url, key, batch(100))) === 200) sent += 100;
   }));
   const saturating = sent / PROBE_S;
   const target = saturating / 2;
