@@ -192,8 +192,9 @@ async function closedLoop(workers: number, seconds: number, once: () => Promise<
   await Promise.all(Array.from({ length: workers }, async () => {
     while (performance.now() < end) {
       const t = performance.now();
-      events += await once();
+      const n = await once(); // not `events += await once()`: that reads `events` before the await and loses other workers' counts
       latencies.push(performance.now() - t);
+      events += n;
     }
   }));
   return { events, seconds: (performance.now() - start) / 1000, latencies };
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
   const kb = Math.round(big[0]!.body.length / 1000);
   console.log(`store=${STORE} concurrency=${CONCURRENCY} latency-concurrency=${LAT_CONCURRENCY} duration=${DURATION}s runs=${RUNS} rollups=${opt.rollups ? 'on' : 'off'} body≈${kb} KB/1000 events; server pid ${server.pid}`);
   console.log(`warm-up: ${WARMUP}s HTTP, ${WARMUP}s raw`);
-  await closedLoop(CONCURRENCY, WARMUP, sendBig);
+  let counted = (await closedLoop(CONCURRENCY, WARMUP, sendBig)).events; // HTTP events the phases counted, checked against `acked`
   await closedLoop(CONCURRENCY, WARMUP, insertRaw);
 
   const httpRates: number[] = [], rawRates: number[] = [], p99s: number[] = [];
@@ -275,6 +276,7 @@ async function main(): Promise<void> {
     let cpu = cpuMeter(server.pid!);
     const h = await closedLoop(CONCURRENCY, DURATION, sendBig);
     const hc = cpu();
+    counted += h.events;
     httpRates.push(h.events / h.seconds);
     cpu = cpuMeter(server.pid!);
     const r = await closedLoop(CONCURRENCY, DURATION, insertRaw);
@@ -289,6 +291,7 @@ async function main(): Promise<void> {
     const cpu = cpuMeter(server.pid!);
     const s = await closedLoop(LAT_CONCURRENCY, LAT_DURATION, sendSmall);
     const sc = cpu();
+    counted += s.events;
     p99s.push(pct(s.latencies, 99));
     console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (${sc})`);
   }
@@ -297,7 +300,7 @@ async function main(): Promise<void> {
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
   console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
-  if (shown.usage.events !== acked || duplicatesSeen > 0) console.log('WARNING: stored count differs from acknowledged events, or duplicates were reported');
+  if (shown.usage.events !== acked || counted !== acked || duplicatesSeen > 0) console.log(`WARNING: counted ${counted}, acknowledged ${acked} and stored ${shown.usage.events} should all agree, with no duplicates`);
 
   server.removeAllListeners('exit');
   const exited = new Promise((r) => server.once('exit', r));
