@@ -54,7 +54,7 @@ export async function main(): Promise<void> {
   const plans = loadPlans(config.plansFile);
   if (!config.databaseUrl) {
     takeEmbeddedLock(config.dataDir);
-    log.warn(`embedded store in ${config.dataDir} (PGlite, on this thread): for trials and small installs; set DATABASE_URL for production`);
+    log.warn(`embedded store in ${config.dataDir} (PGlite, in a worker thread, one owner process): for trials and small installs; set DATABASE_URL for production`);
   }
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, syncOnCommit: config.embeddedSync === 'commit' });
   await migrate(db);
