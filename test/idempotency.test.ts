@@ -27,6 +27,21 @@ describe('idempotency', () => {
     assert.equal(await usage(tenant.id), 3);
   });
 
+  it('a batch mixing stored and new ids: exactly the stored ones say duplicate, and only the new ones are counted', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const old = [event(), event()];
+    await postEvents(t.app, tenant.ingestKey, old);
+    const fresh = [event(), event(), event()];
+    const res = await postEvents(t.app, tenant.ingestKey, [fresh[0], old[1], fresh[1], old[0], fresh[2]]);
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(
+      res.json().results.map((r: { duplicate?: boolean }) => r.duplicate ?? false),
+      [false, true, false, true, false],
+    );
+    assert.equal(await countStored(t.db, tenant.id), 5);
+    assert.equal(await usage(tenant.id), 5);
+  });
+
   it('BAD-INPUTS 26: the same event_id with a different payload keeps the first, with no error', async () => {
     const tenant = await tenantWithProduct(t.app);
     const e = event({ name: 'first' });

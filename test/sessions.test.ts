@@ -352,6 +352,18 @@ describe('what a session keeps', () => {
     assert.equal(row!.ended_at, latest);
   });
 
+  it('a later batch moves the last sign of life forward again, and an older one after it does not move it back', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const startedAt = '2001-02-05T10:00:00.000Z';
+    const s = sessionStart({ started_at: startedAt });
+    await start(tenant.ingestKey, s);
+    const at = (hours: number) => plus(startedAt, hours * HOUR).toISOString();
+    for (const [hours, expected] of [[1, 1], [3, 3], [2, 3], [4, 4], [3, 4]] as const) {
+      assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ session_id: s.session_id, timestamp: at(hours) })])).statusCode, 200);
+      assert.equal((await sessionRow(tenant.id, s.session_id as string))!.last_seen_at, at(expected), `after an event at +${hours} h`);
+    }
+  });
+
   it('an event that arrived before its session\'s start still counts as a sign of life once the start arrives', async () => {
     const tenant = await tenantWithProduct(t.app);
     const startedAt = '2001-02-04T10:00:00.000Z';

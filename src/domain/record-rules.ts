@@ -33,26 +33,45 @@ export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeo
  * own rules judge them (account_id, license_id), so they get their specific code.
  */
 export function findHostileContent(value: unknown, path: string, depth = 0, skip?: ReadonlySet<string>): Problem {
+  const found = hostile(value, depth, skip);
+  if (!found) return undefined;
+  // The field's path is built only for the problem found, on the way back up.
+  let field = path;
+  for (let i = found.path.length - 1; i >= 0; i--) {
+    const seg = found.path[i]!;
+    field = typeof seg === 'number' ? `${field}[${seg}]` : field ? `${field}.${seg}` : seg;
+  }
+  return { field: field || '(root)', message: found.message };
+}
+
+interface Found {
+  message: string;
+  /** Path segments from the problem up to the walk's start (innermost first). */
+  path: (string | number)[];
+}
+
+function hostile(value: unknown, depth: number, skip?: ReadonlySet<string>): Found | undefined {
   if (typeof value === 'string') {
-    return isStorableString(value) ? undefined : { field: path, message: 'contains a NUL character or a lone surrogate' };
+    return isStorableString(value) ? undefined : { message: 'contains a NUL character or a lone surrogate', path: [] };
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  if (depth >= LIMITS.depth) return { field: path, message: `nesting deeper than ${LIMITS.depth} levels` };
+  if (depth >= LIMITS.depth) return { message: `nesting deeper than ${LIMITS.depth} levels`, path: [] };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const p = findHostileContent(value[i], `${path}[${i}]`, depth + 1);
-      if (p) return p;
+      const found = hostile(value[i], depth + 1);
+      if (found) return (found.path.push(i), found);
     }
     return undefined;
   }
   for (const key of Object.keys(value)) {
     // Checked first: an unstorable key must not reach a message or a field name.
-    if (!isStorableString(key)) return { field: path || '(root)', message: 'a key contains a NUL character or a lone surrogate' };
-    const field = path ? `${path}.${key}` : key;
-    if (HOSTILE_KEYS.has(key)) return { field, message: `the key "${key}" is not allowed` };
+    if (!isStorableString(key)) return { message: 'a key contains a NUL character or a lone surrogate', path: [] };
+    if (HOSTILE_KEYS.has(key)) return { message: `the key "${key}" is not allowed`, path: [key] };
     if (depth === 0 && skip?.has(key)) continue;
-    const p = findHostileContent((value as Record<string, unknown>)[key], field, depth + 1);
-    if (p) return p;
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'number' || typeof v === 'boolean') continue;
+    const found = hostile(v, depth + 1);
+    if (found) return (found.path.push(key), found);
   }
   return undefined;
 }
@@ -73,18 +92,17 @@ export function checkProperties(props: unknown, field = 'properties'): Problem {
   const keys = Object.keys(props);
   if (keys.length > LIMITS.propertyKeys) return { field, message: `must have at most ${LIMITS.propertyKeys} keys` };
   for (const key of keys) {
-    const f = `${field}.${key}`;
     if (key.length === 0) return { field, message: 'keys must not be empty' };
-    if (exceedsCodePoints(key, LIMITS.propertyKey)) return { field: f, message: `key must be at most ${LIMITS.propertyKey} characters` };
+    if (exceedsCodePoints(key, LIMITS.propertyKey)) return { field: `${field}.${key}`, message: `key must be at most ${LIMITS.propertyKey} characters` };
     const v = props[key];
     if (typeof v === 'string') {
-      if (exceedsCodePoints(v, LIMITS.propertyValue)) return { field: f, message: `must be at most ${LIMITS.propertyValue} characters` };
+      if (exceedsCodePoints(v, LIMITS.propertyValue)) return { field: `${field}.${key}`, message: `must be at most ${LIMITS.propertyValue} characters` };
     } else if (typeof v === 'number') {
       // 1e400 parses to Infinity and 2^63 to a neighbour: neither would be stored as sent.
-      if (!Number.isFinite(v)) return { field: f, message: 'number out of range' };
-      if (Number.isInteger(v) && !Number.isSafeInteger(v)) return { field: f, message: 'integer cannot be stored exactly (beyond 2^53); send it as a string' };
+      if (!Number.isFinite(v)) return { field: `${field}.${key}`, message: 'number out of range' };
+      if (Number.isInteger(v) && !Number.isSafeInteger(v)) return { field: `${field}.${key}`, message: 'integer cannot be stored exactly (beyond 2^53); send it as a string' };
     } else if (typeof v !== 'boolean') {
-      return { field: f, message: 'must be a string, number or boolean (no nested objects, arrays or null)' };
+      return { field: `${field}.${key}`, message: 'must be a string, number or boolean (no nested objects, arrays or null)' };
     }
   }
   return undefined;

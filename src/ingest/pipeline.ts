@@ -60,6 +60,7 @@ export async function ingestEvents(
     allotment: input.allotment,
     candidates,
     products: new Map(),
+    versionStatuses: new Map(),
     newVersions: [],
     seenVersions: [],
     inserted: new Set(),

@@ -28,8 +28,10 @@ export interface Candidate {
   raw: unknown;
   /** The event_id as sent, when it was a string: echoed in the results. */
   sentEventId: string | null;
-  /** Filled by validate-fields; present on every candidate that passed it. */
-  event?: EventRecord & { product_slug: string };
+  /** Filled by validate-fields; present on every candidate that passed it. The row as stored. */
+  event?: EventRecord;
+  /** The product as sent (slug), filled by validate-fields with `event`. */
+  productSlug?: string;
   rejection?: Rejection;
   /** Set by dedupe-batch on a later copy of an event_id already in this batch. */
   duplicateInBatch?: boolean;
@@ -45,6 +47,8 @@ export interface BatchContext {
   allotment: number;
   candidates: Candidate[];
   products: Map<string, ProductForIngest>;
+  /** Registered versions the batch names, by versionKey: their status (read with the products). */
+  versionStatuses: Map<string, string>;
   /** (product, version) pairs to auto-register in the write transaction. */
   newVersions: { productId: string; version: string }[];
   /** Pairs whose last_seen the persist step may move forward. */

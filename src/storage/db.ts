@@ -13,6 +13,11 @@ export interface Db extends Queryable {
    * resolving. Inside fn use only `q`: on the embedded store `db` itself waits for the transaction.
    */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs one statement as its own transaction (no BEGIN/COMMIT round trips): committed, and on
+   * the embedded store made durable, before it resolves. For writes that fit in one statement.
+   */
+  write<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** Runs fn only if this process can take the advisory lock; returns undefined when another holds it. */
   tryWithLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T | undefined>;
   /** Runs fn holding the advisory lock, waiting for it. */

@@ -36,6 +36,16 @@ export function deadLetterPayload(raw: unknown): string {
   return buf.subarray(0, end).toString('utf8');
 }
 
+/** The dead letters' bulk insert; `$t`, `$k`, `$r`, `$j`: tenant, API key, receive time, JSON rows. */
+export function deadLettersInsertSql(t: string, k: string, r: string, j: string): string {
+  return `INSERT INTO invalid_events (id, tenant_id, kind, reason, message, product, payload, api_key_id, received_at)
+     SELECT r.id, ${t}, r.kind, r.reason, r.message, r.product, r.payload, ${k}, ${r}
+       FROM json_to_recordset(${j}::json) AS r(id uuid, kind text, reason text, message text, product text, payload text)`;
+}
+
+/** The JSON rows for deadLettersInsertSql, each with a new UUIDv7. */
+export const deadLetterRows = (letters: DeadLetter[]): string => JSON.stringify(letters.map((l) => ({ id: uuidv7(), ...l })));
+
 export async function insertDeadLetters(
   q: Queryable,
   tenantId: string,
@@ -44,12 +54,7 @@ export async function insertDeadLetters(
   letters: DeadLetter[],
 ): Promise<void> {
   if (letters.length === 0) return;
-  await q.query(
-    `INSERT INTO invalid_events (id, tenant_id, kind, reason, message, product, payload, api_key_id, received_at)
-     SELECT r.id, $1, r.kind, r.reason, r.message, r.product, r.payload, $2, $3
-       FROM json_to_recordset($4::json) AS r(id uuid, kind text, reason text, message text, product text, payload text)`,
-    [tenantId, apiKeyId, receivedAt, JSON.stringify(letters.map((l) => ({ id: uuidv7(), ...l })))],
-  );
+  await q.query(deadLettersInsertSql('$1', '$2', '$3', '$4'), [tenantId, apiKeyId, receivedAt, deadLetterRows(letters)]);
 }
 
 export interface InvalidEventFilter {

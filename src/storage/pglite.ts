@@ -109,6 +109,11 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
       await syncWal();
       return result;
     },
+    async write<T>(sql: string, params?: unknown[]) {
+      const rows = await exclusive(() => direct.query<T>(sql, params));
+      await syncWal();
+      return rows;
+    },
     // One process owns the embedded store, so its advisory locks are always free; the job
     // still runs exclusively, as a transaction does.
     tryWithLock: (_key, fn) => exclusive(() => fn(direct)),

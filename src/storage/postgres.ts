@@ -108,6 +108,8 @@ export function openPostgres(url: string, max: number): Db {
         client.release(broken);
       }
     },
+    // A statement outside BEGIN is its own transaction, committed before the reply.
+    write: (sql, params) => run(pool, sql, params),
     tryWithLock: (key, fn) => holdingLock(key, false, fn),
     withLock: async (key, fn) => (await holdingLock(key, true, fn))!,
     async ping() {

@@ -86,27 +86,6 @@ export async function takePendingEnd(q: Queryable, tenantId: string, sessionId: 
   return { ended_at: iso(r.ended_at)!, end_reason: r.end_reason };
 }
 
-/**
- * Moves the last sign of life of open sessions forward (events carrying their id), and keeps the
- * signs of sessions whose start has not arrived yet for insertSession to fold in. One statement;
- * a session row is written only when the event is newer than what it has.
- */
-export async function touchSessions(q: Queryable, tenantId: string, seen: Map<string, string>): Promise<void> {
-  if (seen.size === 0) return;
-  const ids = [...seen.keys()].sort();
-  await q.query(
-    `WITH x AS (SELECT * FROM unnest($2::text[], $3::timestamptz[]) AS x(sid, ts)),
-     known AS (SELECT s.session_id FROM sessions s JOIN x ON s.tenant_id = $1 AND s.session_id = x.sid),
-     moved AS (
-       UPDATE sessions s SET last_seen_at = x.ts FROM x
-        WHERE s.tenant_id = $1 AND s.session_id = x.sid AND s.ended_at IS NULL AND x.ts > s.last_seen_at RETURNING 1)
-     INSERT INTO session_early_signs (tenant_id, session_id, last_seen_at)
-     SELECT $1, x.sid, x.ts FROM x WHERE x.sid NOT IN (SELECT session_id FROM known)
-     ON CONFLICT (tenant_id, session_id) DO UPDATE SET last_seen_at = greatest(session_early_signs.last_seen_at, excluded.last_seen_at)`,
-    [tenantId, ids, ids.map((id) => seen.get(id))],
-  );
-}
-
 /** Server-side timeout marking: ended_at = the last sign of life. Bounded per call. */
 export async function timeOutSessions(q: Queryable, cutoff: Date, limit: number): Promise<number> {
   const rows = await q.query(

@@ -65,13 +65,21 @@ export async function autoRegisterVersions(
   seenAt: Date,
 ): Promise<void> {
   if (pairs.length === 0) return;
+  const [ids, products, versions] = autoRegisterParams(pairs);
+  await q.query(autoRegisterSql('$1', '$2', '$3', '$4', '$5'), [tenantId, ids, products, versions, seenAt]);
+}
+
+/** The auto-registration insert; `$t` tenant, `$i`/`$p`/`$v` arrays of ids, product ids and versions, `$s` the time seen. */
+export function autoRegisterSql(t: string, i: string, p: string, v: string, s: string): string {
+  return `INSERT INTO product_versions (id, tenant_id, product_id, version, source, first_seen, last_seen)
+     SELECT id, ${t}, product_id, version, 'auto', ${s}, ${s} FROM unnest(${i}::uuid[], ${p}::uuid[], ${v}::text[]) AS b(id, product_id, version)
+     ON CONFLICT (product_id, version) DO NOTHING`;
+}
+
+/** autoRegisterSql's three arrays, sorted so that two batches never lock the same pairs in opposite orders. */
+export function autoRegisterParams(pairs: { productId: string; version: string }[]): [string[], string[], string[]] {
   const sorted = [...pairs].sort((a, b) => (a.productId + a.version < b.productId + b.version ? -1 : 1));
-  await q.query(
-    `INSERT INTO product_versions (id, tenant_id, product_id, version, source, first_seen, last_seen)
-     SELECT id, $1, product_id, version, 'auto', $5, $5 FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS b(id, product_id, version)
-     ON CONFLICT (product_id, version) DO NOTHING`,
-    [tenantId, sorted.map(() => uuidv7()), sorted.map((p) => p.productId), sorted.map((p) => p.version), seenAt],
-  );
+  return [sorted.map(() => uuidv7()), sorted.map((p) => p.productId), sorted.map((p) => p.version)];
 }
 
 /** Moves last_seen forward; called off the hot path, throttled by the caller. */

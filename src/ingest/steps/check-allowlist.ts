@@ -14,7 +14,7 @@ export const checkAllowlist: BatchStep = {
       const e = c.event!;
       const list = rules.get(e.product_id);
       if (list && !isAllowed(list, e.category, e.name)) {
-        c.rejection = { reason: 'ALLOWLIST_REJECTED', message: `(${e.category}, ${e.name}) is not on the allowlist of "${e.product_slug}"` };
+        c.rejection = { reason: 'ALLOWLIST_REJECTED', message: `(${e.category}, ${e.name}) is not on the allowlist of "${c.productSlug!}"` };
       }
     }
   },

@@ -1,4 +1,4 @@
-import { versionKey, versionStatuses } from '../../storage/versions.js';
+import { versionKey } from '../../storage/versions.js';
 import type { BatchStep } from '../types.js';
 
 /**
@@ -14,20 +14,20 @@ export const checkVersion: BatchStep = {
     const pairs = new Map<string, { productId: string; version: string }>();
     for (const c of pending) pairs.set(versionKey(c.event!.product_id, c.event!.product_version), { productId: c.event!.product_id, version: c.event!.product_version });
     const list = [...pairs.values()];
-    const known = await versionStatuses(ctx.db, ctx.tenantId, list.map((p) => p.productId), list.map((p) => p.version));
+    const known = ctx.versionStatuses;
     const toRegister = new Map<string, { productId: string; version: string }>();
     for (const c of pending) {
       const e = c.event!;
       const key = versionKey(e.product_id, e.product_version);
       const status = known.get(key);
-      if (ctx.products.get(e.product_slug)!.strict) {
+      if (ctx.products.get(c.productSlug!)!.strict) {
         if (status !== 'active') {
           c.rejection = {
             reason: 'UNREGISTERED_VERSION',
             message:
               status === undefined
-                ? `version "${e.product_version}" is not registered and strict version mode is on for "${e.product_slug}"`
-                : `version "${e.product_version}" is ${status} and strict version mode is on for "${e.product_slug}"`,
+                ? `version "${e.product_version}" is not registered and strict version mode is on for "${c.productSlug!}"`
+                : `version "${e.product_version}" is ${status} and strict version mode is on for "${c.productSlug!}"`,
           };
         }
       } else if (status === undefined) {

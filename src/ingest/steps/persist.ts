@@ -1,15 +1,43 @@
-import { insertEvents, type EventRecord } from '../../storage/events.js';
-import { deadLetterPayload, insertDeadLetters } from '../../storage/invalid-events.js';
-import { addUsage, stampQuotaExhaustion } from '../../storage/usage.js';
-import { touchSessions } from '../../storage/sessions.js';
-import { autoRegisterVersions } from '../../storage/versions.js';
+import { writeEventBatch } from '../../storage/event-batch.js';
+import type { EventRecord } from '../../storage/events.js';
+import { deadLetterPayload } from '../../storage/invalid-events.js';
 import type { BatchContext, BatchStep } from '../types.js';
 
 /**
- * One transaction per batch, one statement per table: new versions, the accepted events (the
- * unique (tenant, event_id) index drops copies already stored), the dead letters, the usage
- * counter, and the last sign of life of the sessions the events name. The caller acknowledges only after this resolves, that is, after the commit.
+ * Writes the batch in one statement (storage/event-batch.ts): new versions, the accepted events
+ * (the unique (tenant, event_id) index drops copies already stored), the dead letters, the usage
+ * counter, and the last sign of life of the sessions the events name. The caller acknowledges
+ * only after this resolves, that is, after the commit.
  */
+// The latest sign of life this process has written (and seen committed) per session, in ms: an
+// event no newer than it cannot move the stored value, so it is not sent again. Exact, since the
+// stored value only moves forward (and whatever another process wrote is newer still).
+const SIGNS_KEPT = 100_000;
+const signsWritten = new Map<string, number>();
+const signKey = (tenantId: string, sessionId: string): string => `${tenantId}\u0001${sessionId}`;
+
+function unwrittenSigns(tenantId: string, seen: Map<string, string>): Map<string, string> {
+  const due = new Map<string, string>();
+  for (const [sid, ts] of seen) {
+    const written = signsWritten.get(signKey(tenantId, sid));
+    if (written === undefined || Date.parse(ts) > written) due.set(sid, ts);
+  }
+  return due;
+}
+
+function rememberSigns(tenantId: string, written: Map<string, string>): void {
+  if (signsWritten.size + written.size > SIGNS_KEPT) signsWritten.clear();
+  for (const [sid, ts] of written) {
+    const key = signKey(tenantId, sid);
+    signsWritten.set(key, Math.max(signsWritten.get(key) ?? -Infinity, Date.parse(ts)));
+  }
+}
+
+function isSorted(events: EventRecord[]): boolean {
+  for (let i = 1; i < events.length; i++) if (events[i - 1]!.event_id > events[i]!.event_id) return false;
+  return true;
+}
+
 export const persist: BatchStep = {
   kind: 'batch',
   name: 'persist',
@@ -19,14 +47,15 @@ export const persist: BatchStep = {
     const sessionsSeen = new Map<string, string>();
     for (const c of pending) {
       if (c.duplicateInBatch) continue;
-      const { product_slug: _slug, ...record } = c.event!;
+      const record = c.event!;
       events.push(record);
       if (record.session_id) {
         const prev = sessionsSeen.get(record.session_id);
         if (!prev || Date.parse(record.occurred_at) > Date.parse(prev)) sessionsSeen.set(record.session_id, record.occurred_at);
       }
     }
-    events.sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
+    // Clients send UUIDv7 ids in order, so the sort is usually a check.
+    if (!isSorted(events)) events.sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
     const letters = ctx.candidates
       .filter((c) => c.rejection)
       .map((c) => {
@@ -40,14 +69,18 @@ export const persist: BatchStep = {
           payload: deadLetterPayload(c.raw),
         };
       });
-    ctx.inserted = await ctx.db.tx(async (q) => {
-      await autoRegisterVersions(q, ctx.tenantId, ctx.newVersions, ctx.receivedAt);
-      const inserted = await insertEvents(q, ctx.tenantId, ctx.receivedAt, events);
-      await insertDeadLetters(q, ctx.tenantId, ctx.apiKeyId, ctx.receivedAt, letters);
-      await addUsage(q, ctx.tenantId, ctx.periodStart, inserted.size);
-      if (inserted.size > 0) await stampQuotaExhaustion(q, ctx.tenantId, ctx.periodStart, ctx.allotment, ctx.receivedAt);
-      await touchSessions(q, ctx.tenantId, sessionsSeen);
-      return inserted;
+    const signs = unwrittenSigns(ctx.tenantId, sessionsSeen);
+    ctx.inserted = await writeEventBatch(ctx.db, {
+      tenantId: ctx.tenantId,
+      apiKeyId: ctx.apiKeyId,
+      receivedAt: ctx.receivedAt,
+      periodStart: ctx.periodStart,
+      allotment: ctx.allotment,
+      events,
+      letters,
+      newVersions: ctx.newVersions,
+      sessionsSeen: signs,
     });
+    rememberSigns(ctx.tenantId, signs);
   },
 };

@@ -34,10 +34,17 @@ function firstProblem(e: Record<string, unknown>): Problem {
       : { field: 'session_id', message: 'must be a UUID' }) ??
     checkProperties(e.properties) ??
     // Their values have their own codes (next steps); a wrong type is a malformed event.
-    (['account_id', 'license_id'] as const)
-      .filter((f) => e[f] !== undefined && e[f] !== null && typeof e[f] !== 'string')
-      .map((f) => ({ field: f, message: 'must be a string' }))[0]
+    notString(e, 'account_id') ??
+    notString(e, 'license_id')
   );
+}
+
+const notString = (e: Record<string, unknown>, field: string): Problem =>
+  e[field] !== undefined && e[field] !== null && typeof e[field] !== 'string' ? { field, message: 'must be a string' } : undefined;
+
+function hasKeys(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
 }
 
 /** Required fields, types, lengths, flat properties, and nothing hostile: else invalid_event naming the field. */
@@ -50,10 +57,10 @@ export const validateFields: ElementStep = {
     const problem = firstProblem(e);
     if (problem) return reject('invalid_event', `${problem.field}: ${problem.message}`);
     const props = e.properties as Record<string, string | number | boolean> | null | undefined;
+    c.productSlug = productOf(e) as string;
     c.event = {
       event_id: (e.event_id as string).toLowerCase(),
       product_id: '',
-      product_slug: productOf(e) as string,
       product_version: productVersionOf(e) as string,
       category: e.category as string,
       name: e.name as string,
@@ -62,7 +69,7 @@ export const validateFields: ElementStep = {
       session_id: (e.session_id as string | undefined)?.toLowerCase() ?? null,
       account_id: (e.account_id as string | undefined) ?? null,
       license_id: (e.license_id as string | undefined) ?? null,
-      properties: props && Object.keys(props).length > 0 ? props : null,
+      properties: props && hasKeys(props) ? props : null,
       // Recorded as sent, never validated; a non-string is kept as its JSON text.
       schema_version:
         e.schema_version === undefined || e.schema_version === null
