@@ -1,6 +1,6 @@
 // Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same insertEvents statement, no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
-//        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--profile DIR]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
+//        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--profile DIR] [--store-alone]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { openDb, type Db } from '../src/storage/db.js';
-import { insertEvents, type EventRecord } from '../src/storage/events.js';
+import { eventsInsertSql, insertEvents, type EventRecord } from '../src/storage/events.js';
 import { migrate } from '../src/storage/migrate.js';
 
 const { values: opt } = parseArgs({
@@ -28,6 +28,7 @@ const { values: opt } = parseArgs({
     'latency-concurrency': { type: 'string' },
     profile: { type: 'string' },
     rollups: { type: 'boolean', default: false },
+    'store-alone': { type: 'boolean', default: false },
   },
 });
 const STORE = opt.store === 'postgres' ? 'postgres' : opt.store === 'pglite' ? 'pglite' : fail(`--store must be pglite or postgres, got ${opt.store}`);
@@ -285,6 +286,27 @@ async function main(): Promise<void> {
     console.log(`run ${run}: http ${r0(h.events / h.seconds)} events/s (p50 ${pct(h.latencies, 50).toFixed(1)} ms, p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${hc})`);
     console.log(`run ${run}: raw  ${r0(r.events / r.seconds)} events/s (p50 ${pct(r.latencies, 50).toFixed(1)} ms per 1000-row insert; ${rc})`);
     if (r.events % 1000) console.log('  raw: some rows conflicted (unexpected: every id is new)');
+  }
+  // PostgreSQL alone (--store-alone): the same statement from bare clients, its JSON serialised before timing, so that
+  // no Node work is left per row. Each pass over the templates writes under a new tenant id, so no id conflicts.
+  if (opt['store-alone'] && STORE === 'postgres') {
+    const texts = big.map((t) => JSON.stringify(fillRecords(t)));
+    const sql = `${eventsInsertSql('$1', '$2', '$3')}`;
+    for (const connections of [1, CONCURRENCY]) {
+      const pool = new pg.Pool({ connectionString: DATABASE_URL, max: connections });
+      let i = 0;
+      let tenantOfPass = uuidv7();
+      const once = async () => {
+        if (i % texts.length === 0) tenantOfPass = uuidv7();
+        await pool.query(sql, [tenantOfPass, new Date(), texts[i++ % texts.length]]);
+        return 1000;
+      };
+      await closedLoop(connections, WARMUP, once);
+      const cpu = cpuMeter(server.pid!);
+      const a = await closedLoop(connections, DURATION, once);
+      console.log(`store alone, ${connections} connection(s): ${r0(a.events / a.seconds)} rows/s (${cpu()})`);
+      await pool.end();
+    }
   }
   // 100-event batches alone: no 1000-event background load, LAT_CONCURRENCY senders back to back.
   for (let run = 1; run <= RUNS; run++) {

@@ -11,30 +11,27 @@ export const checkVersion: BatchStep = {
   kind: 'batch',
   name: 'check-version',
   async run(ctx, pending) {
-    const pairs = new Map<string, { productId: string; version: string }>();
-    for (const c of pending) pairs.set(versionKey(c.event!.product_id, c.event!.product_version), { productId: c.event!.product_id, version: c.event!.product_version });
-    const list = [...pairs.values()];
-    const known = ctx.versionStatuses;
-    const toRegister = new Map<string, { productId: string; version: string }>();
+    const pairs = new Map<string, { productId: string; version: string; strict: boolean; status: string | undefined }>();
     for (const c of pending) {
       const e = c.event!;
       const key = versionKey(e.product_id, e.product_version);
-      const status = known.get(key);
-      if (ctx.products.get(c.productSlug!)!.strict) {
-        if (status !== 'active') {
-          c.rejection = {
-            reason: 'UNREGISTERED_VERSION',
-            message:
-              status === undefined
-                ? `version "${e.product_version}" is not registered and strict version mode is on for "${c.productSlug!}"`
-                : `version "${e.product_version}" is ${status} and strict version mode is on for "${c.productSlug!}"`,
-          };
-        }
-      } else if (status === undefined) {
-        toRegister.set(key, pairs.get(key)!);
+      let pair = pairs.get(key);
+      if (!pair) {
+        pair = { productId: e.product_id, version: e.product_version, strict: ctx.products.get(c.productSlug!)!.strict, status: ctx.versionStatuses.get(key) };
+        pairs.set(key, pair);
+      }
+      if (pair.strict && pair.status !== 'active') {
+        c.rejection = {
+          reason: 'UNREGISTERED_VERSION',
+          message:
+            pair.status === undefined
+              ? `version "${e.product_version}" is not registered and strict version mode is on for "${c.productSlug!}"`
+              : `version "${e.product_version}" is ${pair.status} and strict version mode is on for "${c.productSlug!}"`,
+        };
       }
     }
-    ctx.newVersions = [...toRegister.values()];
-    ctx.seenVersions = list.filter((p) => known.has(versionKey(p.productId, p.version)));
+    const list = [...pairs.values()];
+    ctx.newVersions = list.filter((p) => !p.strict && p.status === undefined).map(({ productId, version }) => ({ productId, version }));
+    ctx.seenVersions = list.filter((p) => p.status !== undefined).map(({ productId, version }) => ({ productId, version }));
   },
 };

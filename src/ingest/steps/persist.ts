@@ -16,11 +16,11 @@ const SIGNS_KEPT = 100_000;
 const signsWritten = new Map<string, number>();
 const signKey = (tenantId: string, sessionId: string): string => `${tenantId}\u0001${sessionId}`;
 
-function unwrittenSigns(tenantId: string, seen: Map<string, string>): Map<string, string> {
+function unwrittenSigns(tenantId: string, seen: Map<string, { ts: string; ms: number }>): Map<string, string> {
   const due = new Map<string, string>();
-  for (const [sid, ts] of seen) {
+  for (const [sid, { ts, ms }] of seen) {
     const written = signsWritten.get(signKey(tenantId, sid));
-    if (written === undefined || Date.parse(ts) > written) due.set(sid, ts);
+    if (written === undefined || ms > written) due.set(sid, ts);
   }
   return due;
 }
@@ -44,14 +44,17 @@ export const persist: BatchStep = {
   async run(ctx: BatchContext, pending) {
     const events: EventRecord[] = [];
     // An event carrying a session_id is that session's latest sign of life (for the timeout job).
-    const sessionsSeen = new Map<string, string>();
+    const latest = new Map<string, { ts: string; ms: number }>();
     for (const c of pending) {
       if (c.duplicateInBatch) continue;
       const record = c.event!;
       events.push(record);
       if (record.session_id) {
-        const prev = sessionsSeen.get(record.session_id);
-        if (!prev || Date.parse(record.occurred_at) > Date.parse(prev)) sessionsSeen.set(record.session_id, record.occurred_at);
+        const prev = latest.get(record.session_id);
+        if (prev?.ts !== record.occurred_at) {
+          const ms = Date.parse(record.occurred_at);
+          if (prev === undefined || ms > prev.ms) latest.set(record.session_id, { ts: record.occurred_at, ms });
+        }
       }
     }
     // Clients send UUIDv7 ids in order, so the sort is usually a check.
@@ -69,7 +72,7 @@ export const persist: BatchStep = {
           payload: deadLetterPayload(c.raw),
         };
       });
-    const signs = unwrittenSigns(ctx.tenantId, sessionsSeen);
+    const signs = unwrittenSigns(ctx.tenantId, latest);
     ctx.inserted = await writeEventBatch(ctx.db, {
       tenantId: ctx.tenantId,
       apiKeyId: ctx.apiKeyId,
