@@ -287,7 +287,17 @@ async function main(): Promise<void> {
     console.log(`run ${run}: raw  ${r0(r.events / r.seconds)} events/s (p50 ${pct(r.latencies, 50).toFixed(1)} ms per 1000-row insert; ${rc})`);
     if (r.events % 1000) console.log('  raw: some rows conflicted (unexpected: every id is new)');
   }
-  // PostgreSQL alone (--store-alone): the same statement from bare clients, its JSON serialised before timing, so that
+  // 100-event batches alone: no 1000-event background load, LAT_CONCURRENCY senders back to back.
+  for (let run = 1; run <= RUNS; run++) {
+    const cpu = cpuMeter(server.pid!);
+    const s = await closedLoop(LAT_CONCURRENCY, LAT_DURATION, sendSmall);
+    const sc = cpu();
+    counted += s.events;
+    p99s.push(pct(s.latencies, 99));
+    console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (${sc})`);
+  }
+
+  // Last, so that its rows do not weigh on the phases above. PostgreSQL alone (--store-alone): the same statement from bare clients, its JSON serialised before timing, so that
   // no Node work is left per row. Each pass over the templates writes under a new tenant id, so no id conflicts.
   if (opt['store-alone'] && STORE === 'postgres') {
     const texts = big.map((t) => JSON.stringify(fillRecords(t)));
@@ -308,16 +318,6 @@ async function main(): Promise<void> {
       await pool.end();
     }
   }
-  // 100-event batches alone: no 1000-event background load, LAT_CONCURRENCY senders back to back.
-  for (let run = 1; run <= RUNS; run++) {
-    const cpu = cpuMeter(server.pid!);
-    const s = await closedLoop(LAT_CONCURRENCY, LAT_DURATION, sendSmall);
-    const sc = cpu();
-    counted += s.events;
-    p99s.push(pct(s.latencies, 99));
-    console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (${sc})`);
-  }
-
   const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
