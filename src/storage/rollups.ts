@@ -107,34 +107,24 @@ export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Pro
 }
 
 const KEYS = `CROSS JOIN LATERAL (VALUES ('a'::"char", r.account_id), ('l'::"char", r.license_id)) AS k(kind, key)`;
-const KEY_DAYS_CONFLICT = `ON CONFLICT (tenant_id, kind, key, day) DO UPDATE SET`;
+
+/** A fold of one table's new rows into ru_key_days: its count column, and whether it keeps first/last seen. */
+function keyDaysFold(table: 'events' | 'sessions' | 'exceptions', time: string, measure: string, seen: boolean): string {
+  const seenCols = seen ? ', first_seen, last_seen' : '';
+  const seenVals = seen ? `, min(r.${time}), max(r.${time})` : '';
+  const seenSet = seen ? ', first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)' : '';
+  return `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, ${measure}${seenCols})
+     SELECT r.tenant_id, k.kind, k.key, ${day(`r.${time}`)}, count(*)${seenVals}
+       FROM ${table} r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.${time} >= $3 AND k.key IS NOT NULL
+      GROUP BY 1, 2, 3, 4
+     ON CONFLICT (tenant_id, kind, key, day) DO UPDATE SET ${measure} = d.${measure} + excluded.${measure}${seenSet}`;
+}
 
 /** The narrow per-key tables: daily totals, and members with their last active day. */
 async function foldKeys(q: Queryable, params: unknown[]): Promise<void> {
-  await q.query(
-    `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, events, first_seen, last_seen)
-     SELECT r.tenant_id, k.kind, k.key, ${day('r.occurred_at')}, count(*), min(r.occurred_at), max(r.occurred_at)
-       FROM events r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3 AND k.key IS NOT NULL
-      GROUP BY 1, 2, 3, 4
-     ${KEY_DAYS_CONFLICT} events = d.events + excluded.events, first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)`,
-    params,
-  );
-  await q.query(
-    `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, sessions)
-     SELECT r.tenant_id, k.kind, k.key, ${day('r.started_at')}, count(*)
-       FROM sessions r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.started_at >= $3 AND k.key IS NOT NULL
-      GROUP BY 1, 2, 3, 4
-     ${KEY_DAYS_CONFLICT} sessions = d.sessions + excluded.sessions`,
-    params,
-  );
-  await q.query(
-    `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, exceptions, first_seen, last_seen)
-     SELECT r.tenant_id, k.kind, k.key, ${day('r.occurred_at')}, count(*), min(r.occurred_at), max(r.occurred_at)
-       FROM exceptions r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3 AND k.key IS NOT NULL
-      GROUP BY 1, 2, 3, 4
-     ${KEY_DAYS_CONFLICT} exceptions = d.exceptions + excluded.exceptions, first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)`,
-    params,
-  );
+  await q.query(keyDaysFold('events', 'occurred_at', 'events', true), params);
+  await q.query(keyDaysFold('sessions', 'started_at', 'sessions', false), params);
+  await q.query(keyDaysFold('exceptions', 'occurred_at', 'exceptions', true), params);
   // Grouped before it is expanded into members; a member row is written only when its last day moves.
   await q.query(
     `INSERT INTO ru_key_members AS m (tenant_id, kind, key, member_kind, member, last_day)
