@@ -5,6 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,44 @@ after(async () => {
   await db.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+/**
+ * A proxy in front of the server that lets the first `pass` event batches through and then holds
+ * every later one unanswered: the app behind it is sure to have sent some of its queue and to
+ * still hold the rest, whatever the server's speed.
+ */
+async function gate(upstream: string, pass: number): Promise<{ url: string; held: () => number; close: () => void }> {
+  const held: http.ServerResponse[] = [];
+  let passed = 0;
+  const hop = new Set(['host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+  const proxy = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/v1/events' && passed++ >= pass) {
+        held.push(res);
+        return;
+      }
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !hop.has(k))) as Record<string, string>;
+      fetch(`${upstream}${req.url}`, { method: req.method!, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) })
+        .then(async (r) => {
+          res.writeHead(r.status, Object.fromEntries([...r.headers].filter(([k]) => !hop.has(k))));
+          res.end(Buffer.from(await r.arrayBuffer()));
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`,
+    held: () => held.length,
+    close: () => {
+      for (const r of held) r.destroy();
+      proxy.closeAllConnections();
+      proxy.close();
+    },
+  };
+}
 
 interface Run {
   events: string[];
@@ -108,11 +147,14 @@ describe('client: nothing queued is lost', () => {
   it('a process killed (SIGKILL) mid-queue: the next process on the same directory sends everything, and ends the orphaned session with sdk_recovery', async () => {
     const tn = await tenant(server);
     const env = { TALLY_KEY: tn.ingestKey, TALLY_ENDPOINT: server.url, QUEUE_DIR: tempDir(), FLUSH_AT: '200' };
-    const first = await runApp({ ...env, MODE: 'track-until-killed' });
-    await sleep(1500);
+    const proxy = await gate(server.url, 2);
+    const first = await runApp({ ...env, TALLY_ENDPOINT: proxy.url, MODE: 'track-until-killed' });
+    for (let waited = 0; (proxy.held() === 0 || first.events.length <= 200) && waited < 10_000; waited += 50) await sleep(50);
+    await sleep(300);
     first.kill();
     await first.exited;
     const killedAt = Date.now();
+    proxy.close();
     const queued = [...first.events];
     assert.ok(queued.length > 200, `events tracked before the kill: ${queued.length}`);
     const storedBefore = (await storedEventIds(db, tn.id)).length;

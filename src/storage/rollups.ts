@@ -50,11 +50,13 @@ export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
   await q.query('UPDATE rollup_state SET horizon = $1, pending = $2::bigint[] WHERE id = 1', [r.to, r.pending]);
 }
 
-const NEW_ROWS = `((ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($4::bigint[])) OR ingest_xid = ANY($5::bigint[]))`;
+// Every arm carries a range of ingest_xid, so that each can be a scan of the BRIN index (a bare
+// `= ANY(…)` arm would force a scan of the whole table); $6 and $7 bound the resolved xids.
+const NEW_ROWS = `((ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($4::bigint[])) OR (ingest_xid >= $6 AND ingest_xid <= $7 AND ingest_xid = ANY($5::bigint[])))`;
 
 /** Folds new events, sessions and exceptions; returns the tenants that had any. */
 export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Promise<Set<string>> {
-  const params = [r.from, r.to, oldest, r.skip, r.resolved];
+  const params = [r.from, r.to, oldest, r.skip, r.resolved, r.resolved.length ? Math.min(...r.resolved) : 1, r.resolved.length ? Math.max(...r.resolved) : 0];
   const tenants = new Set<string>();
   const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
   // Only the distinct tenants come back to Node, not every upserted fact row.
