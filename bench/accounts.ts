@@ -17,7 +17,7 @@ import { loadConfig } from '../src/config.js';
 import { mergePlans } from '../src/domain/plans.js';
 import { windowStart, rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { LOCKS, openDb, type Db, type Queryable } from '../src/storage/db.js';
+import { LOCKS, openDb, type Db, type LockedSession, type Queryable } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { insertProduct } from '../src/storage/products.js';
 import { encodeCursor } from '../src/storage/rows.js';
@@ -128,7 +128,8 @@ const wrap = (q: Queryable, log: Timing[]): Queryable => ({
   },
   exec: (sql) => q.exec(sql),
 });
-const timed = (db: Db, log: Timing[]): Db => ({ ...db, tryWithLock: (key, fn) => db.tryWithLock(key, (q) => fn(wrap(q, log))) });
+const wrapSession = (s: LockedSession, log: Timing[]): LockedSession => ({ ...wrap(s, log), tx: (fn) => s.tx((q) => fn(wrap(q, log))) });
+const timed = (db: Db, log: Timing[]): Db => ({ ...db, tryWithLock: (key, fn) => db.tryWithLock(key, (s) => fn(wrapSession(s, log))) });
 const slowest = (log: Timing[]) => [...log].sort((a, b) => b.ms - a.ms).slice(0, 4).map((t) => `    ${(t.ms / 1000).toFixed(2)} s  ${t.sql}`).join('\n');
 const errors: unknown[] = [];
 const warnLog = { warn: (o: { err: unknown }) => errors.push(o.err), info() {}, error() {} } as never;
@@ -148,7 +149,21 @@ async function refresh(db: Db, label: string): Promise<{ s: number; ok: boolean;
   const c = new pg.Client({ connectionString: DATABASE_URL }); // no statement_timeout, no query_timeout
   await c.connect();
   const untimedLog: Timing[] = [];
-  const q = wrap({ query: async (sql, params) => (await c.query(sql, params as unknown[])).rows, exec: async (sql) => void (await c.query(sql)) }, untimedLog);
+  const plain: Queryable = { query: async (sql, params) => (await c.query(sql, params as unknown[])).rows, exec: async (sql) => void (await c.query(sql)) };
+  const q = wrapSession({
+    ...plain,
+    async tx(fn) {
+      await c.query('BEGIN');
+      try {
+        const r = await fn(plain);
+        await c.query('COMMIT');
+        return r;
+      } catch (err) {
+        await c.query('ROLLBACK');
+        throw err;
+      }
+    },
+  }, untimedLog);
   await c.query('SELECT pg_advisory_lock($1)', [LOCKS.rollups]);
   const t1 = performance.now();
   await rollupJob(60).run(q, new Date());

@@ -190,6 +190,24 @@ describe('accounts and licenses', () => {
     assert.deepEqual(seen, Array.from({ length: 7 }, (_, i) => `acct-${i}`));
   });
 
+  it('a fold in slices of one transaction each counts every row once, and rows that arrive between runs are folded by the next', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const batch = (n: number) => Array.from({ length: n }, (_, i) => event({ actor_id: `s${i % 3}`, account_id: 'sliced', timestamp: ago(3_600_000) }));
+    await refresh(); // what earlier tests left, folded first
+    // Slices one transaction id wide (a budget of 0 ms never lets them widen): each batch is a slice of its own.
+    const jobs = startJobs(t.db, [rollupJob(60, 0, 1)], silent);
+    for (const n of [3, 4, 5]) assert.equal((await postEvents(t.app, tenant.ingestKey, batch(n))).statusCode, 200);
+    assert.equal(await jobs.runOnce('rollups'), true);
+    const first = (await get(t.app, tenant.adminKey, '/v1/accounts/sliced')).json();
+    assert.equal(first.counts.events, 12);
+    assert.equal(first.counts.active_actors, 3);
+    for (const n of [6, 7]) assert.equal((await postEvents(t.app, tenant.ingestKey, batch(n))).statusCode, 200);
+    assert.equal(await jobs.runOnce('rollups'), true);
+    assert.equal(await jobs.runOnce('rollups'), true); // nothing new: nothing counted twice
+    await jobs.stop();
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts/sliced')).json().counts.events, 25);
+  });
+
   it("an unknown account or license, or another tenant's, is 404", async () => {
     const a = await fixture();
     const b = await tenantWithProduct(t.app, 'business');

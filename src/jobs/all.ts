@@ -11,6 +11,7 @@ export function backgroundJobs(config: Config): Job[] {
     deadLetterRetentionJob(config.deadLetterRetentionDays),
     productPurgeJob(),
     sessionTimeoutJob(config.sessionTimeoutMinutes),
-    rollupJob(config.rollupIntervalSeconds),
+    // The embedded store's one connection is shared with requests: short slices (docs/embedded-store.md).
+    rollupJob(config.rollupIntervalSeconds, config.databaseUrl ? 10_000 : 250),
   ];
 }

@@ -1,5 +1,15 @@
-import { LOCKS, type Queryable } from '../storage/db.js';
-import { dropOldFacts, foldNewRows, foldRange, refreshTenant, saveFoldRange, staleTenants, touchRefreshed } from '../storage/rollups.js';
+import { LOCKS, type LockedSession, type Queryable } from '../storage/db.js';
+import {
+  dirtyTenants,
+  dropOldFacts,
+  foldNewRows,
+  foldRange,
+  markDirty,
+  refreshTenant,
+  saveFoldRange,
+  staleTenants,
+  touchRefreshed,
+} from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
 export const WINDOW_DAYS = 30;
@@ -9,45 +19,60 @@ export function windowStart(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (WINDOW_DAYS - 1))).toISOString().slice(0, 10);
 }
 
-async function inTransaction(q: Queryable, fn: () => Promise<void>): Promise<void> {
-  await q.exec('BEGIN');
-  // The request path's 15 s statement timeout would cancel the fold of a large backlog forever;
-  // JIT compilation costs more than it saves on these statements.
-  await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
-  try {
-    await fn();
-    await q.exec('COMMIT');
-  } catch (err) {
-    await q.exec('ROLLBACK').catch(() => {});
-    throw err;
-  }
+/** One transaction of the job, without the request path's 15 s statement timeout (a large backlog needs longer) or JIT (it costs more than it saves here). */
+function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  return s.tx(async (q) => {
+    await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
+    return fn(q);
+  });
 }
 
 /**
  * Every ROLLUP_INTERVAL_SECONDS, in one process at a time: fold the rows written since the last
  * run into daily facts (cost follows new data), then rebuild the snapshots of the tenants that had
  * new data or whose window moved to a new day (cost follows the window's facts, never raw events).
- * One transaction, so the fold, its horizon and the snapshots move together.
+ *
+ * The fold goes in slices of transaction ids, each slice its own transaction: its facts, the
+ * horizon it moved, and the tenants it touched (marked for refresh) commit together, so every row
+ * is folded exactly once and no refresh is lost to a crash. Each tenant's refresh is a transaction
+ * of its own. Slices aim at `sliceMs` each, halving or doubling their width from the last one's
+ * time: on the embedded store, whose one connection requests share with the job, that bounds how
+ * long a request waits behind it; on PostgreSQL it bounds the length of the job's transactions.
  */
-export function rollupJob(intervalSeconds: number): Job {
+export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256): Job {
+  let width = initialWidth; // transaction ids per slice, carried from run to run
   return {
     name: 'rollups',
     lockKey: LOCKS.rollups,
     intervalMs: Math.max(1, intervalSeconds) * 1000,
-    async run(q, now) {
+    async run(s, now) {
       const start = windowStart(now);
-      await inTransaction(q, async () => {
-        const range = await foldRange(q);
-        // New rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid.
-        // A BRIN index only narrows a scan over page ranges it has summarised, which vacuum does;
-        // without autovacuum (the embedded store, or a server with it off) nothing would be, and
-        // without statistics the planner would scan whole tables: each fold grew with the table.
-        await q.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid}'::regclass[]) AS i`);
-        await q.exec('SET LOCAL enable_seqscan = off');
-        const touched = await foldNewRows(q, range, new Date(`${start}T00:00:00Z`));
-        await q.exec('SET LOCAL enable_seqscan = on');
-        await saveFoldRange(q, range);
-        for (const tenantId of new Set([...touched, ...(await staleTenants(q, start))])) await refreshTenant(q, tenantId, start, now);
+      const oldest = new Date(`${start}T00:00:00Z`);
+      // New rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid.
+      // A BRIN index only narrows a scan over page ranges it has summarised, which vacuum does;
+      // without autovacuum (the embedded store, or a server with it off) nothing would be, and
+      // without statistics the planner would scan whole tables: each fold grew with the table.
+      await s.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid}'::regclass[]) AS i`);
+      let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
+      for (let more = true; more; ) {
+        const began = performance.now();
+        more = await step(s, async (q) => {
+          const range = await foldRange(q, width, until);
+          until ??= range.xmax;
+          await q.exec('SET LOCAL enable_seqscan = off');
+          const touched = await foldNewRows(q, range, oldest);
+          await q.exec('SET LOCAL enable_seqscan = on');
+          await saveFoldRange(q, range);
+          await markDirty(q, [...touched]);
+          return range.capped;
+        });
+        const took = performance.now() - began;
+        if (took > sliceMs) width = Math.max(1, Math.floor(width / 2));
+        else if (more && took < sliceMs / 4) width = Math.min(width * 2, 1 << 30);
+      }
+      const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
+      for (const tenantId of due) await step(s, (q) => refreshTenant(q, tenantId, start, now));
+      await step(s, async (q) => {
         await touchRefreshed(q, now);
         await dropOldFacts(q, start);
       });

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db, Queryable } from '../storage/db.js';
+import type { Db, LockedSession } from '../storage/db.js';
 
 // Background jobs run in one process at a time: each run first takes the job's PostgreSQL
 // advisory lock and is skipped where another process holds it. A run never overlaps itself.
@@ -7,7 +7,7 @@ export interface Job {
   name: string;
   lockKey: number;
   intervalMs: number;
-  run(q: Queryable, now: Date): Promise<void>;
+  run(s: LockedSession, now: Date): Promise<void>;
 }
 
 export interface JobRunner {

@@ -6,6 +6,11 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** A connection holding an advisory lock (background jobs): statements, and transactions on it. */
+export interface LockedSession extends Queryable {
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /**
@@ -18,8 +23,13 @@ export interface Db extends Queryable {
    * the embedded store made durable, before it resolves. For writes that fit in one statement.
    */
   write<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
-  /** Runs fn only if this process can take the advisory lock; returns undefined when another holds it. */
-  tryWithLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T | undefined>;
+  /**
+   * Runs fn only if this process can take the advisory lock; returns undefined when another holds
+   * it. fn's statements and transactions run on the connection holding the lock. On the embedded
+   * store (one connection) each of them takes the connection in turn, so requests interleave
+   * between a job's statements and transactions instead of waiting for the whole job.
+   */
+  tryWithLock<T>(key: number, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined>;
   /** Runs fn holding the advisory lock, waiting for it. */
   withLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
   ping(): Promise<void>;

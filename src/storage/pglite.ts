@@ -114,9 +114,11 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
       await syncWal();
       return rows;
     },
-    // One process owns the embedded store, so its advisory locks are always free; the job
-    // still runs exclusively, as a transaction does.
-    tryWithLock: (_key, fn) => exclusive(() => fn(direct)),
+    // One process owns the embedded store, so its advisory locks are always free. A job takes
+    // the connection per statement or transaction (db's own), never for its whole run, so that
+    // requests are served between its steps.
+    tryWithLock: (_key, fn) => fn({ query: (sql, params) => db.query(sql, params), exec: (sql) => db.exec(sql), tx: (body) => db.tx(body) }),
+    // Migrations: the whole run at once.
     withLock: (_key, fn) => exclusive(() => fn(direct)),
     async ping() {
       await db.query('SELECT 1');

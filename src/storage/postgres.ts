@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.js';
-import type { Db, Queryable } from './db.js';
+import type { Db, LockedSession, Queryable } from './db.js';
 
 // int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -66,10 +66,25 @@ export function openPostgres(url: string, max: number): Db {
     }
   };
 
-  /** Runs fn on one connection holding a session advisory lock; undefined when `wait` is false and the lock is taken. */
-  const holdingLock = async <T>(key: number, wait: boolean, fn: (q: Queryable) => Promise<T>): Promise<T | undefined> => {
-    const client = await connect(jobPool);
+  /** BEGIN … COMMIT on one client, rolled back on failure; `onBroken` hears when the client must not be reused. */
+  const inTransaction = async <T>(client: pg.PoolClient, fn: (q: Queryable) => Promise<T>, onBroken: () => void = () => {}): Promise<T> => {
     const q = queryable(client);
+    try {
+      await q.query('BEGIN');
+      const result = await fn(q);
+      await q.query('COMMIT');
+      return result;
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) onBroken();
+      else await client.query('ROLLBACK').catch(onBroken);
+      throw err;
+    }
+  };
+
+  /** Runs fn on one connection holding a session advisory lock; undefined when `wait` is false and the lock is taken. */
+  const holdingLock = async <T>(key: number, wait: boolean, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined> => {
+    const client = await connect(jobPool);
+    const q: LockedSession = { ...queryable(client), tx: (body) => inTransaction(client, body) };
     let failed: Error | undefined;
     try {
       if (wait) await q.query('SELECT pg_advisory_lock($1)', [key]);
@@ -93,17 +108,9 @@ export function openPostgres(url: string, max: number): Db {
     ...queryable(pool),
     async tx(fn) {
       const client = await connect();
-      const q = queryable(client);
       let broken = false;
       try {
-        await q.query('BEGIN');
-        const result = await fn(q);
-        await q.query('COMMIT');
-        return result;
-      } catch (err) {
-        broken = err instanceof StoreUnavailableError;
-        if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
-        throw err;
+        return await inTransaction(client, fn, () => (broken = true));
       } finally {
         client.release(broken);
       }

@@ -25,7 +25,12 @@ export interface FoldRange {
   pending: number[];
 }
 
-export async function foldRange(q: Queryable): Promise<FoldRange> {
+/**
+ * The next slice to fold: at most `maxXids` transaction ids from the horizon on, and never past
+ * `until` or the snapshot's xmax. `capped` says whether more remains below those; `xmax` is the
+ * snapshot's (a job pins the first slice's, so that it ends even while rows keep coming).
+ */
+export async function foldRange(q: Queryable, maxXids = Number.MAX_SAFE_INTEGER, until = Number.MAX_SAFE_INTEGER): Promise<FoldRange & { capped: boolean; xmax: number }> {
   const [row] = await q.query<{ from: string; to: string; xip: string[] | null; pending: string[] | null }>(
     `SELECT s.horizon::text AS from, s.pending::text[] AS pending,
             pg_snapshot_xmax(pg_current_snapshot())::text AS to,
@@ -33,7 +38,9 @@ export async function foldRange(q: Queryable): Promise<FoldRange> {
        FROM rollup_state s WHERE s.id = 1`,
   );
   const from = Number(row!.from);
-  const to = Number(row!.to);
+  const xmax = Number(row!.to);
+  const end = Math.max(from, Math.min(xmax, until));
+  const to = Math.min(end, from + maxXids);
   const running = new Set((row!.xip ?? []).map(Number));
   const pending = (row!.pending ?? []).map(Number);
   const skip = [...running].filter((x) => x >= from && x < to);
@@ -43,7 +50,19 @@ export async function foldRange(q: Queryable): Promise<FoldRange> {
     skip,
     resolved: pending.filter((x) => !running.has(x)),
     pending: [...new Set([...pending.filter((x) => running.has(x)), ...skip])],
+    capped: to < end,
+    xmax,
   };
+}
+
+/** Marks tenants whose facts a slice changed, for a refresh (rollup_dirty). */
+export async function markDirty(q: Queryable, tenantIds: string[]): Promise<void> {
+  if (tenantIds.length === 0) return;
+  await q.query('INSERT INTO rollup_dirty (tenant_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [tenantIds]);
+}
+
+export async function dirtyTenants(q: Queryable): Promise<string[]> {
+  return (await q.query<{ tenant_id: string }>('SELECT tenant_id FROM rollup_dirty')).map((r) => r.tenant_id);
 }
 
 export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
@@ -167,6 +186,7 @@ export async function refreshTenant(q: Queryable, tenantId: string, windowStart:
       [tenantId, windowStart, kind, kind === 'a' ? 'l' : 'a'],
     );
   }
+  await q.query('DELETE FROM rollup_dirty WHERE tenant_id = $1', [tenantId]);
   await q.query(
     `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start) VALUES ($1, $2, $3::date)
      ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start`,
