@@ -55,8 +55,9 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
       await s.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid}'::regclass[]) AS i`);
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
       for (let more = true; more; ) {
-        const began = performance.now();
+        let took = 0; // the slice's own work, not its wait for the connection
         more = await step(s, async (q) => {
+          const began = performance.now();
           const range = await foldRange(q, width, until);
           until ??= range.xmax;
           await q.exec('SET LOCAL enable_seqscan = off');
@@ -64,9 +65,9 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
           await q.exec('SET LOCAL enable_seqscan = on');
           await saveFoldRange(q, range);
           await markDirty(q, [...touched]);
+          took = performance.now() - began;
           return range.capped;
         });
-        const took = performance.now() - began;
         if (took > sliceMs) width = Math.max(1, Math.floor(width / 2));
         else if (more && took < sliceMs / 4) width = Math.min(width * 2, 1 << 30);
       }

@@ -70,7 +70,31 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
   };
 
   let tail: Promise<unknown> = Promise.resolve();
+  // Requests' statements (and anything not a background job) in flight or waiting: a job's next
+  // step waits for them to drain (up to JOB_PATIENCE_MS), so that a request waits behind at most
+  // one step of a job, not behind one step per statement it runs.
+  let foreground = 0;
+  let drained: (() => void)[] = [];
+  const JOB_PATIENCE_MS = 2000;
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    foreground++;
+    const run = tail.then(fn).finally(() => {
+      if (--foreground > 0) return;
+      const waiters = drained;
+      drained = [];
+      for (const w of waiters) w();
+    });
+    tail = run.catch(() => {});
+    return run;
+  };
+  const background = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const since = Date.now();
+    while (foreground > 0 && Date.now() - since < JOB_PATIENCE_MS) {
+      await new Promise<void>((resolve) => {
+        drained.push(resolve);
+        setTimeout(resolve, JOB_PATIENCE_MS).unref();
+      });
+    }
     const run = tail.then(fn);
     tail = run.catch(() => {});
     return run;
@@ -90,25 +114,28 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
     checkpointTimer.unref();
   }
 
+  /** BEGIN … COMMIT as one turn on the connection (taken by `take`), then the WAL to disk. */
+  const inTransaction = async <T>(take: <R>(fn: () => Promise<R>) => Promise<R>, fn: (q: Queryable) => Promise<T>): Promise<T> => {
+    const result = await take(async () => {
+      await direct.exec('BEGIN');
+      try {
+        const r = await fn(direct);
+        await direct.exec('COMMIT');
+        return r;
+      } catch (err) {
+        await direct.exec('ROLLBACK').catch(() => {});
+        throw err;
+      }
+    });
+    await syncWal();
+    return result;
+  };
+
   const db: Db = {
     kind: 'pglite',
     query: (sql, params) => exclusive(() => direct.query(sql, params)),
     exec: (sql) => exclusive(() => direct.exec(sql)),
-    async tx(fn) {
-      const result = await exclusive(async () => {
-        await direct.exec('BEGIN');
-        try {
-          const r = await fn(direct);
-          await direct.exec('COMMIT');
-          return r;
-        } catch (err) {
-          await direct.exec('ROLLBACK').catch(() => {});
-          throw err;
-        }
-      });
-      await syncWal();
-      return result;
-    },
+    tx: (fn) => inTransaction(exclusive, fn),
     async write<T>(sql: string, params?: unknown[]) {
       const rows = await exclusive(() => direct.query<T>(sql, params));
       await syncWal();
@@ -117,7 +144,12 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
     // One process owns the embedded store, so its advisory locks are always free. A job takes
     // the connection per statement or transaction (db's own), never for its whole run, so that
     // requests are served between its steps.
-    tryWithLock: (_key, fn) => fn({ query: (sql, params) => db.query(sql, params), exec: (sql) => db.exec(sql), tx: (body) => db.tx(body) }),
+    tryWithLock: (_key, fn) =>
+      fn({
+        query: (sql, params) => background(() => direct.query(sql, params)),
+        exec: (sql) => background(() => direct.exec(sql)),
+        tx: (body) => inTransaction(background, body),
+      }),
     // Migrations: the whole run at once.
     withLock: (_key, fn) => exclusive(() => fn(direct)),
     async ping() {
