@@ -112,12 +112,3 @@ export async function catalogForBatch(q: Queryable, tenantId: string, slugs: str
   }
   return catalog;
 }
-
-/** The batch's products by slug, in one statement. */
-export async function productsBySlugs(q: Queryable, tenantId: string, slugs: string[]): Promise<Map<string, ProductForIngest>> {
-  const rows = await q.query<{ id: string; slug: string; status: string; strict_versions_enabled: boolean; allowlist_enabled: boolean }>(
-    'SELECT id, slug, status, strict_versions_enabled, allowlist_enabled FROM products WHERE tenant_id = $1 AND slug = ANY($2::text[])',
-    [tenantId, slugs],
-  );
-  return new Map(rows.map((r) => [r.slug, { id: r.id, slug: r.slug, status: r.status, strict: r.strict_versions_enabled, allowlist: r.allowlist_enabled }]));
-}

@@ -39,18 +39,7 @@ export async function listVersions(q: Queryable, tenantId: string, productId: st
   return rows.map(toVersion);
 }
 
-/** Status of each (product, version) pair of a batch that is already known, keyed "productId\u0001version". */
-export async function versionStatuses(q: Queryable, tenantId: string, productIds: string[], versions: string[]): Promise<Map<string, string>> {
-  if (productIds.length === 0) return new Map();
-  const rows = await q.query<{ product_id: string; version: string; status: string }>(
-    `SELECT v.product_id, v.version, v.status FROM product_versions v
-       JOIN unnest($2::uuid[], $3::text[]) AS b(product_id, version) ON v.product_id = b.product_id AND v.version = b.version
-      WHERE v.tenant_id = $1`,
-    [tenantId, productIds, versions],
-  );
-  return new Map(rows.map((r) => [versionKey(r.product_id, r.version), r.status]));
-}
-
+/** The key of a (product, version) pair in maps of version statuses. */
 export const versionKey = (productId: string, version: string): string => `${productId}\u0001${version}`;
 
 /**

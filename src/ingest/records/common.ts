@@ -2,8 +2,8 @@ import { AppError, type FieldError } from '../../errors.js';
 import { checkContextId, checkProperties, findHostileContent, isPlainObject, productOf, productVersionOf, reservedPropertyKey } from '../../domain/record-rules.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import { deadLetterPayload, insertDeadLetters, type RecordKind } from '../../storage/invalid-events.js';
-import { productsBySlugs, type ProductForIngest } from '../../storage/products.js';
-import { autoRegisterVersions, versionKey, versionStatuses } from '../../storage/versions.js';
+import { catalogForBatch, type ProductForIngest } from '../../storage/products.js';
+import { autoRegisterVersions, versionKey } from '../../storage/versions.js';
 
 // What sessions, exceptions and identify share: one record per request, judged whole, 422 on
 // any failure (SPEC.md), every 422 kept as a dead letter with its kind.
@@ -75,14 +75,16 @@ export function productAndVersion(body: Record<string, unknown>, versionRequired
  * registered, in the caller's transaction `q` when given.
  */
 export async function admitProductVersion(ctx: RecordContext, slug: string, version: string | null): Promise<{ product: ProductForIngest; register: boolean }> {
-  const product = (await productsBySlugs(ctx.db, ctx.tenantId, [slug])).get(slug);
+  // The product and the version's status in one round trip.
+  const catalog = await catalogForBatch(ctx.db, ctx.tenantId, [slug], version === null ? [] : [version]);
+  const product = catalog.products.get(slug);
   if (!product || product.status !== 'active') {
     throw unprocessable('UNRECOGNIZED_PRODUCT', product ? `product "${slug}" is being deleted` : `product "${slug}" is not a registered product of this tenant`, [
       { field: 'product', message: 'not a registered product' },
     ]);
   }
   if (version === null) return { product, register: false };
-  const status = (await versionStatuses(ctx.db, ctx.tenantId, [product.id], [version])).get(versionKey(product.id, version));
+  const status = catalog.versions.get(versionKey(product.id, version));
   if (product.strict && status !== 'active') {
     throw unprocessable(
       'UNREGISTERED_VERSION',
