@@ -53,17 +53,9 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
         let took = 0; // the slice's own work, not its wait for the connection
         more = await step(s, async (q) => {
           const began = performance.now();
-          // New rows are a thin slice of a large table, found through the BRIN indexes on
-          // ingest_xid. A BRIN index narrows a scan only over page ranges it has summarised, which
-          // vacuum does; without autovacuum (the embedded store, or a server with it off) nothing
-          // would be, and without statistics the planner would scan whole tables: each fold grew
-          // with the table. Summarised at every slice, since rows keep arriving during a run.
-          await q.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid}'::regclass[]) AS i`);
           const range = await foldRange(q, width, until);
           until ??= range.xmax;
-          await q.exec('SET LOCAL enable_seqscan = off');
           const touched = await foldNewRows(q, range, oldest);
-          await q.exec('SET LOCAL enable_seqscan = on');
           await saveFoldRange(q, range);
           await markDirty(q, [...touched]);
           took = performance.now() - began;

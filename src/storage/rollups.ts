@@ -73,8 +73,26 @@ export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
 // `= ANY(…)` arm would force a scan of the whole table); $6 and $7 bound the resolved xids.
 const NEW_ROWS = `((ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($4::bigint[])) OR (ingest_xid >= $6 AND ingest_xid <= $7 AND ingest_xid = ANY($5::bigint[])))`;
 
-/** Folds new events, sessions and exceptions; returns the tenants that had any. */
+/**
+ * Folds new events, sessions and exceptions; returns the tenants that had any. Runs inside the
+ * caller's transaction.
+ *
+ * New rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid. A BRIN
+ * index narrows a scan only over the page ranges it has summarised, which vacuum does; without
+ * autovacuum (the embedded store, or a server with it off) nothing would be, and without
+ * statistics the planner would scan whole tables, so each fold grew with the table. So the new
+ * ranges are summarised here, at every fold (rows keep arriving while a job runs), and the planner
+ * is kept off whole-table scans for the fold's statements.
+ */
 export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Promise<Set<string>> {
+  await q.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid}'::regclass[]) AS i`);
+  await q.exec('SET LOCAL enable_seqscan = off');
+  const tenants = await foldFacts(q, r, oldest);
+  await q.exec('SET LOCAL enable_seqscan = on');
+  return tenants;
+}
+
+async function foldFacts(q: Queryable, r: FoldRange, oldest: Date): Promise<Set<string>> {
   const params = [r.from, r.to, oldest, r.skip, r.resolved, r.resolved.length ? Math.min(...r.resolved) : 1, r.resolved.length ? Math.max(...r.resolved) : 0];
   const tenants = new Set<string>();
   const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
