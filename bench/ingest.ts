@@ -1,4 +1,4 @@
-// Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same insertEvents statement, no HTTP, no validation.
+// Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same events insert (eventsInsertSql, as its own statement and transaction, as the server's batch write runs it), no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
 //        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--profile DIR] [--store-alone]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { openDb, type Db } from '../src/storage/db.js';
-import { eventsInsertSql, insertEvents, type EventRecord } from '../src/storage/events.js';
+import { eventsInsertSql, type EventRecord } from '../src/storage/events.js';
 import { migrate } from '../src/storage/migrate.js';
 
 const { values: opt } = parseArgs({
@@ -106,7 +106,7 @@ function makeTemplate(n: number, productSlug: string, rawProductId: string): Tem
   const body = Buffer.from(JSON.stringify(events), 'latin1'); // ASCII only, so string offsets are byte offsets
   const slots: number[] = [];
   for (let at = body.indexOf(PLACEHOLDER); at >= 0; at = body.indexOf(PLACEHOLDER, at + 1)) slots.push(at);
-  // What validate-fields and resolve-product make of each element: the rows persist() hands to insertEvents.
+  // What validate-fields and resolve-product make of each element: the rows persist() hands to the batch write.
   const records = events.map((e) => ({
     product_id: rawProductId, product_version: e.product_version as string, category: e.category as string, name: e.name as string,
     occurred_at: e.timestamp as string, actor_id: e.actor_id as string, session_id: e.session_id as string,
@@ -264,7 +264,10 @@ async function main(): Promise<void> {
   let next = 0;
   const sendBig = async () => (await postEvents(ingestKey, fillBody(big[next++ % big.length]!), 1000), 1000);
   const sendSmall = async () => (await postEvents(ingestKey, fillBody(small[next++ % small.length]!), 100), 100);
-  const insertRaw = async () => (await raw.tx((q) => insertEvents(q, rawTenant, new Date(), fillRecords(big[next++ % big.length]!)))).size;
+  // The server's events insert in the shape its batch write runs it: one statement (its own transaction, durable on the
+  // embedded store before it resolves) that returns only the count of new rows.
+  const rawSql = `WITH ins AS (${eventsInsertSql('$1', '$2', '$3')} RETURNING 1) SELECT count(*)::int AS n FROM ins`;
+  const insertRaw = async () => (await raw.write<{ n: number }>(rawSql, [rawTenant, new Date(), JSON.stringify(fillRecords(big[next++ % big.length]!))]))[0]!.n;
 
   const kb = Math.round(big[0]!.body.length / 1000);
   console.log(`store=${STORE} concurrency=${CONCURRENCY} latency-concurrency=${LAT_CONCURRENCY} duration=${DURATION}s runs=${RUNS} rollups=${opt.rollups ? 'on' : 'off'} body≈${kb} KB/1000 events; server pid ${server.pid}`);

@@ -18,8 +18,8 @@ export interface EventRecord {
 /**
  * The bulk insert of accepted events: the rows come as one JSON array parameter, and ids already
  * stored for this tenant are skipped by the unique index. `$t`, `$r` and `$j` name the parameters
- * holding the tenant id, the receive time and the JSON rows. One text, used alone (below, and by
- * the benchmark's raw ceiling) and inside a batch's single statement (event-batch.ts).
+ * holding the tenant id, the receive time and the JSON rows. One text, inside a batch's single
+ * statement (event-batch.ts) and in the benchmark's raw ceiling.
  */
 export function eventsInsertSql(t: string, r: string, j: string): string {
   return `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at,
@@ -30,16 +30,6 @@ export function eventsInsertSql(t: string, r: string, j: string): string {
             occurred_at timestamptz, actor_id text, session_id uuid, account_id text, license_id text, properties jsonb,
             schema_version text)
      ON CONFLICT (tenant_id, event_id) DO NOTHING`;
-}
-
-/**
- * Writes events in one statement and returns the ids that were new. The caller sorts by event_id
- * so that concurrent batches lock in one order.
- */
-export async function insertEvents(q: Queryable, tenantId: string, receivedAt: Date, events: EventRecord[]): Promise<Set<string>> {
-  if (events.length === 0) return new Set();
-  const rows = await q.query<{ event_id: string }>(`${eventsInsertSql('$1', '$2', '$3')} RETURNING event_id`, [tenantId, receivedAt, JSON.stringify(events)]);
-  return new Set(rows.map((r) => r.event_id));
 }
 
 /** Counts events of a tenant (tests, benchmarks, operators). */
