@@ -54,7 +54,9 @@ describe('client: the server says no', () => {
     const rec = recordingFetch();
     const client = createClient(options(tn.ingestKey, { fetch: rec.fetch, flushAt: 5, maxBatchEvents: 5, autoSession: false }));
     const ids = Array.from({ length: 20 }, (_, i) => client.track('ui', 'click', { i })!);
-    await waitFor('all 20 events', async () => (await storedEventIds(server.t.db, tn.id)).length === 20, 20_000);
+    // Stored is not yet answered: wait for the answers too, so the log below is complete.
+    const acceptedInLog = () => rec.log.filter((r) => r.path === '/v1/events' && r.status === 200).reduce((n, b) => n + b.events!, 0);
+    await waitFor('all 20 events stored and answered', async () => (await storedEventIds(server.t.db, tn.id)).length === 20 && acceptedInLog() >= 20, 20_000);
     const batches = rec.log.filter((r) => r.path === '/v1/events');
     const limited = batches.findIndex((r) => r.status === 429);
     assert.ok(limited > 0, `a 429 came: ${JSON.stringify(batches.map((b) => b.status))}`);
