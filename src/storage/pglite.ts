@@ -91,8 +91,11 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
     const since = Date.now();
     while (foreground > 0 && Date.now() - since < JOB_PATIENCE_MS) {
       await new Promise<void>((resolve) => {
-        drained.push(resolve);
-        setTimeout(resolve, JOB_PATIENCE_MS).unref();
+        const timer = setTimeout(resolve, JOB_PATIENCE_MS - (Date.now() - since));
+        drained.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     }
     const run = tail.then(fn);
