@@ -46,9 +46,10 @@ export interface BatchContext {
   /** The plan's monthly allotment: reaching it stamps the tenant (the start of a cap plan's grace). */
   allotment: number;
   candidates: Candidate[];
-  products: Map<string, ProductForIngest>;
+  /** Read with the versions below, and shared with other batches (Db.catalogRead): never modified. */
+  products: ReadonlyMap<string, ProductForIngest>;
   /** Registered versions the batch names, by versionKey: their status (read with the products). */
-  versionStatuses: Map<string, string>;
+  versionStatuses: ReadonlyMap<string, string>;
   /** (product, version) pairs to auto-register in the write transaction. */
   newVersions: { productId: string; version: string }[];
   /** Pairs whose last_seen the persist step may move forward. */

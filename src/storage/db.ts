@@ -32,6 +32,14 @@ export interface Db extends Queryable {
   tryWithLock<T>(key: number, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined>;
   /** Runs fn holding the advisory lock, waiting for it. */
   withLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * A read of the catalog (tenants, API keys, products, versions) under `key`, served from memory
+   * where that is exact. The embedded store caches it: one process owns that store, and every
+   * change to those tables clears the cache before the change is acknowledged (migration 009). A
+   * PostgreSQL server has other writers, so there `load` runs every time. The value is shared:
+   * callers must not modify it. `cacheIf` says whether a value may be kept (an unknown key is not).
+   */
+  catalogRead<T>(key: string, load: () => Promise<T>, cacheIf?: (value: T) => boolean): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

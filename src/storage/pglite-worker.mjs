@@ -2,6 +2,7 @@
 // The embedded store's thread: PGlite (PostgreSQL in WebAssembly) runs here, so that a query never
 // blocks the HTTP event loop. Plain JavaScript because worker threads cannot load TypeScript
 // through tsx on Node 20; it is type-checked through JSDoc. The main-thread side is pglite.ts.
+import { setImmediate } from 'node:timers';
 import { parentPort, workerData } from 'node:worker_threads';
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,14 +33,6 @@ async function fsyncTree(dir) {
   await fsyncFile(dir).catch(() => {});
 }
 
-async function syncWal() {
-  if (!dataDir) return;
-  const walDir = join(dataDir, 'pg_wal');
-  const names = await readdir(walDir);
-  await Promise.all(names.filter((n) => /^[0-9A-F]{24}$/.test(n)).map((n) => fsyncFile(join(walDir, n))));
-  await fsyncFile(walDir);
-}
-
 const pg = new PGlite({
   ...(dataDir ? { dataDir } : {}),
   parsers: { 20: (/** @type {string} */ v) => Number(v) },
@@ -55,12 +48,10 @@ const pg = new PGlite({
 async function handle(msg) {
   switch (msg.op) {
     case 'query':
+    case 'write':
       return (await pg.query(/** @type {string} */ (msg.sql), msg.params)).rows;
     case 'exec':
       await pg.exec(/** @type {string} */ (msg.sql));
-      return null;
-    case 'sync':
-      if (syncOnCommit) await syncWal();
       return null;
     case 'checkpoint':
       if (dataDir) {
@@ -80,15 +71,53 @@ async function handle(msg) {
   }
 }
 
-port.on('message', (/** @type {{ id: number, op: string, sql?: string, params?: unknown[] }} */ msg) => {
-  handle(msg).then(
-    (result) => port.postMessage({ id: msg.id, result }),
-    (/** @type {any} */ err) =>
-      port.postMessage({ id: msg.id, error: { message: String(err?.message ?? err), code: err?.code, detail: err?.detail } }),
-  );
+// Messages run one at a time, in two lanes: a batch's write ('write') waits while any other
+// statement is waiting, so that a request's short look-ups (its key, its catalog) wait for at most
+// the statement running, not for every batch queued ahead of them. A transaction's statements come
+// one at a time (pglite.ts sends the next only after the answer), so they never overtake each other.
+/** @typedef {{ id: number, op: string, sql?: string, params?: unknown[] }} Message */
+/** @type {Message[]} */
+const first = [];
+/** @type {Message[]} */
+const later = [];
+let running = false;
+
+async function drain() {
+  running = true;
+  // A statement runs synchronously in WebAssembly: messages sent meanwhile wait in the port until
+  // it ends. setImmediate lets them in, so that the next pick sees them in their lanes.
+  for (let msg = first.shift() ?? later.shift(); msg; await new Promise(setImmediate), msg = first.shift() ?? later.shift()) {
+    const m = msg;
+    await handle(m).then(
+      (result) => port.postMessage({ id: m.id, result, catalogChanged: takeCatalogChange() }),
+      (/** @type {any} */ err) =>
+        port.postMessage({
+          id: m.id,
+          error: { message: String(err?.message ?? err), code: err?.code, detail: err?.detail },
+          catalogChanged: takeCatalogChange(),
+        }),
+    );
+  }
+  running = false;
+}
+
+port.on('message', (/** @type {Message} */ msg) => {
+  (msg.op === 'write' ? later : first).push(msg);
+  if (!running) void drain();
 });
 
-pg.waitReady.then(
+// Migration 009's notices: the statement just run changed the catalog (tenants, keys, products,
+// versions). PGlite hands a notice to its listener while it reads the statement's answer, before
+// that answer resolves, so the flag rides on the answer to the very statement (or COMMIT) that
+// committed the change, and pglite.ts drops its cached reads before anyone sees the change acknowledged.
+let catalogChanged = false;
+const takeCatalogChange = () => {
+  const changed = catalogChanged;
+  catalogChanged = false;
+  return changed;
+};
+
+pg.waitReady.then(() => pg.listen('tally_catalog', () => void (catalogChanged = true))).then(
   () => port.postMessage({ id: 0, result: 'ready' }),
   (/** @type {any} */ err) => port.postMessage({ id: 0, error: { message: String(err?.message ?? err) } }),
 );

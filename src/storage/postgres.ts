@@ -118,6 +118,8 @@ export function openPostgres(url: string, max: number): Db {
     // A statement outside BEGIN is its own transaction, committed before the reply.
     write: (sql, params) => run(pool, sql, params),
     tryWithLock: (key, fn) => holdingLock(key, false, fn),
+    // Other processes change the catalog too: nothing is cached.
+    catalogRead: (_key, load) => load(),
     withLock: async (key, fn) => (await holdingLock(key, true, fn))!,
     async ping() {
       await run(pool, 'SELECT 1');

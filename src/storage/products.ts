@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Queryable } from './db.js';
+import type { Db, Queryable } from './db.js';
 import { versionKey } from './versions.js';
 import { iso } from './rows.js';
 
@@ -86,16 +86,21 @@ export interface ProductForIngest {
 
 /** A batch's products with the statuses of the versions it names: what ingestion judges by. */
 export interface BatchCatalog {
-  products: Map<string, ProductForIngest>;
+  products: ReadonlyMap<string, ProductForIngest>;
   /** Registered versions by versionKey(product id, version): their status. */
-  versions: Map<string, string>;
+  versions: ReadonlyMap<string, string>;
 }
 
 /**
  * The batch's products by slug, and the registered versions among those the batch names, in one
  * statement (one round trip per batch, whatever it holds).
  */
-export async function catalogForBatch(q: Queryable, tenantId: string, slugs: string[], versions: string[]): Promise<BatchCatalog> {
+export function catalogForBatch(db: Db, tenantId: string, slugs: string[], versions: string[]): Promise<BatchCatalog> {
+  const key = `catalog ${tenantId} ${JSON.stringify([[...slugs].sort(), [...versions].sort()])}`;
+  return db.catalogRead(key, () => readCatalog(db, tenantId, slugs, versions));
+}
+
+async function readCatalog(q: Queryable, tenantId: string, slugs: string[], versions: string[]): Promise<BatchCatalog> {
   const rows = await q.query<{ id: string; slug: string; status: string; strict_versions_enabled: boolean; allowlist_enabled: boolean; version: string | null; version_status: string | null }>(
     `SELECT p.id, p.slug, p.status, p.strict_versions_enabled, p.allowlist_enabled, v.version, v.status AS version_status
        FROM products p
@@ -103,12 +108,13 @@ export async function catalogForBatch(q: Queryable, tenantId: string, slugs: str
       WHERE p.tenant_id = $1 AND p.slug = ANY($2::text[])`,
     [tenantId, slugs, versions],
   );
-  const catalog: BatchCatalog = { products: new Map(), versions: new Map() };
+  const products = new Map<string, ProductForIngest>();
+  const statuses = new Map<string, string>();
   for (const r of rows) {
-    if (!catalog.products.has(r.slug)) {
-      catalog.products.set(r.slug, { id: r.id, slug: r.slug, status: r.status, strict: r.strict_versions_enabled, allowlist: r.allowlist_enabled });
+    if (!products.has(r.slug)) {
+      products.set(r.slug, { id: r.id, slug: r.slug, status: r.status, strict: r.strict_versions_enabled, allowlist: r.allowlist_enabled });
     }
-    if (r.version !== null) catalog.versions.set(versionKey(r.id, r.version), r.version_status!);
+    if (r.version !== null) statuses.set(versionKey(r.id, r.version), r.version_status!);
   }
-  return catalog;
+  return { products, versions: statuses };
 }

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Queryable } from './db.js';
+import type { Db, Queryable } from './db.js';
 import type { Permission } from '../domain/keys.js';
 import { generateApiKey } from '../domain/keys.js';
 import type { PlanName } from '../domain/plans.js';
@@ -111,14 +111,19 @@ export async function revokeApiKey(q: Queryable, tenantId: string, keyId: string
   return rows.length > 0;
 }
 
+/** Shared between requests where the embedded store caches it (Db.catalogRead): read-only. */
 export interface KeyPrincipal {
-  keyId: string;
-  permissions: Permission[];
-  tenant: TenantRow;
+  readonly keyId: string;
+  readonly permissions: readonly Permission[];
+  readonly tenant: Readonly<TenantRow>;
 }
 
-/** The live key with this hash and its tenant, in one round trip. */
-export async function findKeyByHash(q: Queryable, hash: string): Promise<KeyPrincipal | undefined> {
+/** The live key with this hash and its tenant, in one round trip (or none: see Db.catalogRead). */
+export function findKeyByHash(db: Db, hash: string): Promise<KeyPrincipal | undefined> {
+  return db.catalogRead(`key ${hash}`, () => keyByHash(db, hash), (principal) => principal !== undefined);
+}
+
+async function keyByHash(q: Queryable, hash: string): Promise<KeyPrincipal | undefined> {
   const rows = await q.query(
     `SELECT k.id AS key_id, k.permissions, ${COLUMNS.split(',').map((c) => 't.' + c.trim()).join(', ')}
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
