@@ -73,20 +73,34 @@ async function handle(msg) {
 
 // Messages run one at a time, in two lanes: a batch's write ('write') waits while any other
 // statement is waiting, so that a request's short look-ups (its key, its catalog) wait for at most
-// the statement running, not for every batch queued ahead of them. A transaction's statements come
-// one at a time (pglite.ts sends the next only after the answer), so they never overtake each other.
+// the statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of
+// them pass a waiting write, so that a stream of reads cannot starve ingestion. A transaction's
+// statements come one at a time (pglite.ts sends the next only after the answer), so they never
+// overtake each other.
 /** @typedef {{ id: number, op: string, sql?: string, params?: unknown[] }} Message */
 /** @type {Message[]} */
 const first = [];
 /** @type {Message[]} */
 const later = [];
 let running = false;
+const LOOKUPS_AHEAD = 8;
+let passed = 0;
+
+/** @returns {Message | undefined} */
+function pick() {
+  if (later.length > 0 && (first.length === 0 || passed >= LOOKUPS_AHEAD)) {
+    passed = 0;
+    return later.shift();
+  }
+  if (later.length > 0) passed++;
+  return first.shift();
+}
 
 async function drain() {
   running = true;
   // A statement runs synchronously in WebAssembly: messages sent meanwhile wait in the port until
   // it ends. setImmediate lets them in, so that the next pick sees them in their lanes.
-  for (let msg = first.shift() ?? later.shift(); msg; await new Promise(setImmediate), msg = first.shift() ?? later.shift()) {
+  for (let msg = pick(); msg; await new Promise(setImmediate), msg = pick()) {
     const m = msg;
     await handle(m).then(
       (result) => port.postMessage({ id: m.id, result, catalogChanged: takeCatalogChange() }),
