@@ -59,6 +59,25 @@ describe('authentication', () => {
     assert.equal((await postEvents(t.app, key, [event()])).statusCode, 401);
   });
 
+  it('a key revoked while its requests are in flight: each of those is 200 or 401, and every request after the 204 is 401', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const issued = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenant.id}/keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'race', permissions: ['ingest'] },
+    });
+    const { id, key } = issued.json();
+    // Used once first, so that a store that keeps look-ups (the embedded one) has it in memory.
+    assert.equal((await postEvents(t.app, key, [event()])).statusCode, 200);
+    const inFlight = Array.from({ length: 20 }, () => postEvents(t.app, key, [event()]));
+    const revoked = await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${tenant.id}/keys/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(revoked.statusCode, 204);
+    const later = await Promise.all(Array.from({ length: 5 }, () => postEvents(t.app, key, [event()])));
+    assert.deepEqual(later.map((r) => r.statusCode), [401, 401, 401, 401, 401]);
+    for (const r of await Promise.all(inFlight)) assert.ok([200, 401].includes(r.statusCode), `in flight: ${r.statusCode}`);
+  });
+
   it('BAD-INPUTS 36 (permissions): a key without the permission gets 403 forbidden', async () => {
     const tenant = await tenantWithProduct(t.app);
     const asIngest = await t.app.inject({ method: 'POST', url: '/v1/products', headers: { authorization: `Bearer ${tenant.ingestKey}` }, payload: { slug: 'x' } });

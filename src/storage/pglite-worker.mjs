@@ -4,8 +4,6 @@
 // through tsx on Node 20; it is type-checked through JSDoc. The main-thread side is pglite.ts.
 import { setImmediate } from 'node:timers';
 import { parentPort, workerData } from 'node:worker_threads';
-import { open, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 
 /** @type {{ dataDir?: string, syncOnCommit: boolean }} */
@@ -13,31 +11,12 @@ const { dataDir, syncOnCommit } = workerData;
 if (!parentPort) throw new Error('pglite-worker must run as a worker thread');
 const port = parentPort;
 
-/** @param {string} path */
-async function fsyncFile(path) {
-  const fh = await open(path, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-/** @param {string} dir */
-async function fsyncTree(dir) {
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) await fsyncTree(p);
-    else if (entry.isFile()) await fsyncFile(p).catch(() => {});
-  }
-  await fsyncFile(dir).catch(() => {});
-}
-
 const pg = new PGlite({
   ...(dataDir ? { dataDir } : {}),
   parsers: { 20: (/** @type {string} */ v) => Number(v) },
   // With fsync off, a checkpoint lets PostgreSQL recycle WAL whose pages may not be on disk yet.
-  // So checkpoints are ours: rare on their own, and each of ours is followed by a full fsync pass.
+  // So checkpoints are ours: rare on their own, and each of ours is followed by a full fsync pass
+  // (pglite.ts, from the main thread).
   ...(dataDir && syncOnCommit ? { postgresqlconf: ['checkpoint_timeout = 1d', 'max_wal_size = 2GB'] } : {}),
 });
 
@@ -53,17 +32,7 @@ async function handle(msg) {
     case 'exec':
       await pg.exec(/** @type {string} */ (msg.sql));
       return null;
-    case 'checkpoint':
-      if (dataDir) {
-        await pg.exec('CHECKPOINT');
-        if (syncOnCommit) await fsyncTree(dataDir);
-      }
-      return null;
     case 'close':
-      if (dataDir && syncOnCommit) {
-        await pg.exec('CHECKPOINT').catch(() => {});
-        await fsyncTree(dataDir).catch(() => {});
-      }
       await pg.close();
       return null;
     default:

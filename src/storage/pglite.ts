@@ -43,6 +43,16 @@ async function syncWalFiles(walDir: string, retry = true): Promise<void> {
   }
 }
 
+/** fsyncs every file of the data directory, and the folders (after our checkpoints). */
+async function fsyncTree(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await fsyncTree(path);
+    else if (entry.isFile()) await fsyncFile(path).catch(() => {});
+  }
+  await fsyncFile(dir).catch(() => {});
+}
+
 /** Coalesces concurrent requests into as few runs as possible (group commit). */
 function groupSync(run: () => Promise<void>): () => Promise<void> {
   let running: Promise<void> | undefined;
@@ -186,7 +196,12 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
 
   let checkpointTimer: NodeJS.Timeout | undefined;
   if (dataDir && syncOnCommit) {
-    checkpointTimer = setInterval(() => void exclusive(() => call('checkpoint')).catch(() => {}), 5 * 60_000);
+    // CHECKPOINT, then the whole folder to disk, with the connection held throughout.
+    const checkpoint = () => exclusive(async () => {
+      await direct.exec('CHECKPOINT');
+      await fsyncTree(dataDir);
+    });
+    checkpointTimer = setInterval(() => void checkpoint().catch(() => {}), 5 * 60_000);
     checkpointTimer.unref();
   }
 
@@ -247,7 +262,11 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
     async close() {
       if (closed) return;
       if (checkpointTimer) clearInterval(checkpointTimer);
-      await exclusive(() => call('close')).catch(() => {});
+      await exclusive(async () => {
+        if (dataDir && syncOnCommit) await direct.exec('CHECKPOINT').catch(() => {});
+        await call('close');
+        if (dataDir && syncOnCommit) await fsyncTree(dataDir).catch(() => {});
+      }).catch(() => {});
       closed = true;
       await worker.terminate();
     },
