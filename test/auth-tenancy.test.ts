@@ -43,7 +43,8 @@ describe('authentication', () => {
     assert.equal(res.statusCode, 401);
   });
 
-  it('BAD-INPUTS 33: a revoked key is 401 at once', async () => {
+  /** A new ingest key of a new tenant, used once (so that a store that keeps look-ups has it in memory), and its revocation. */
+  async function usedKey(): Promise<{ key: string; revoke: () => Promise<number> }> {
     const tenant = await tenantWithProduct(t.app);
     const issued = await t.app.inject({
       method: 'POST',
@@ -54,25 +55,21 @@ describe('authentication', () => {
     assert.equal(issued.statusCode, 201);
     const { id, key } = issued.json();
     assert.equal((await postEvents(t.app, key, [event()])).statusCode, 200);
-    const revoked = await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${tenant.id}/keys/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    assert.equal(revoked.statusCode, 204);
+    const revoke = async () =>
+      (await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${tenant.id}/keys/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode;
+    return { key, revoke };
+  }
+
+  it('BAD-INPUTS 33: a revoked key is 401 at once', async () => {
+    const { key, revoke } = await usedKey();
+    assert.equal(await revoke(), 204);
     assert.equal((await postEvents(t.app, key, [event()])).statusCode, 401);
   });
 
   it('a key revoked while its requests are in flight: each of those is 200 or 401, and every request after the 204 is 401', async () => {
-    const tenant = await tenantWithProduct(t.app);
-    const issued = await t.app.inject({
-      method: 'POST',
-      url: `/admin/v1/tenants/${tenant.id}/keys`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { name: 'race', permissions: ['ingest'] },
-    });
-    const { id, key } = issued.json();
-    // Used once first, so that a store that keeps look-ups (the embedded one) has it in memory.
-    assert.equal((await postEvents(t.app, key, [event()])).statusCode, 200);
+    const { key, revoke } = await usedKey();
     const inFlight = Array.from({ length: 20 }, () => postEvents(t.app, key, [event()]));
-    const revoked = await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${tenant.id}/keys/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    assert.equal(revoked.statusCode, 204);
+    assert.equal(await revoke(), 204);
     const later = await Promise.all(Array.from({ length: 5 }, () => postEvents(t.app, key, [event()])));
     assert.deepEqual(later.map((r) => r.statusCode), [401, 401, 401, 401, 401]);
     for (const r of await Promise.all(inFlight)) assert.ok([200, 401].includes(r.statusCode), `in flight: ${r.statusCode}`);
