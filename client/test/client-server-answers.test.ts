@@ -197,7 +197,8 @@ describe('client: the server says no', () => {
         if (!id && Date.now() - started > 600) id = client.track('ui', 'under pressure')!;
         await new Promise((r) => setImmediate(r));
       }
-      await waitFor('the event', async () => (await storedEventIds(busy.t.db, tn!.id)).includes(id), 20_000);
+      // Stored is not yet answered: wait for the delivering answer too, so that the log holds it.
+      await waitFor('the event stored and answered', async () => (await storedEventIds(busy.t.db, tn!.id)).includes(id) && rec.log.at(-1)?.status === 200, 20_000);
       const shed = rec.log.findIndex((r) => r.status === 503);
       assert.ok(shed >= 0, `a 503 came: ${JSON.stringify(rec.log.map((r) => r.status))}`);
       const waited = rec.log[shed + 1]!.at - rec.log[shed]!.at;
