@@ -54,14 +54,21 @@ export async function rows<T>(db: Db, sql: string, params: unknown[]): Promise<T
 }
 
 /** A fetch that records what went over the wire (the requests are real). */
-export function recordingFetch(): { fetch: typeof fetch; log: { path: string; status: number | 'error'; at: number; events?: number; env: boolean }[] } {
+/**
+ * A fetch that logs each request when its answer (or error) comes back. `inFlight` counts the
+ * requests sent and not yet answered: the log is complete only when it is 0 (an event can be
+ * stored before its answer arrives).
+ */
+export function recordingFetch(): { fetch: typeof fetch; log: { path: string; status: number | 'error'; at: number; events?: number; env: boolean }[]; inFlight: () => number } {
   const log: { path: string; status: number | 'error'; at: number; events?: number; env: boolean }[] = [];
+  let inFlight = 0;
   const wrapped: typeof fetch = async (input, init) => {
     const path = new URL(String(input)).pathname;
     const body = typeof init?.body === 'string' ? init.body : '';
     const events = path === '/v1/events' ? (JSON.parse(body) as unknown[]).length : undefined;
     const env = Boolean((init?.headers as Record<string, string> | undefined)?.['x-environment-data']);
     const at = Date.now();
+    inFlight++;
     try {
       const res = await fetch(input, init);
       log.push({ path, status: res.status, at, ...(events !== undefined ? { events } : {}), env });
@@ -69,9 +76,11 @@ export function recordingFetch(): { fetch: typeof fetch; log: { path: string; st
     } catch (err) {
       log.push({ path, status: 'error', at, ...(events !== undefined ? { events } : {}), env });
       throw err;
+    } finally {
+      inFlight--;
     }
   };
-  return { fetch: wrapped, log };
+  return { fetch: wrapped, log, inFlight: () => inFlight };
 }
 
 export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
