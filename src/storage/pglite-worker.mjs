@@ -57,11 +57,15 @@ let passed = 0;
 
 /** @returns {Message | undefined} */
 function pick() {
-  if (later.length > 0 && (first.length === 0 || passed >= LOOKUPS_AHEAD)) {
+  if (later.length === 0) {
+    passed = 0;
+    return first.shift();
+  }
+  if (first.length === 0 || passed >= LOOKUPS_AHEAD) {
     passed = 0;
     return later.shift();
   }
-  if (later.length > 0) passed++;
+  passed++;
   return first.shift();
 }
 
