@@ -123,9 +123,11 @@ export function findKeyByHash(db: Db, hash: string): Promise<KeyPrincipal | unde
   return db.catalogRead(`key ${hash}`, () => keyByHash(db, hash), (principal) => principal !== undefined);
 }
 
+const TENANT_COLUMNS = COLUMNS.split(',').map((c) => 't.' + c.trim()).join(', ');
+
 async function keyByHash(q: Queryable, hash: string): Promise<KeyPrincipal | undefined> {
   const rows = await q.query(
-    `SELECT k.id AS key_id, k.permissions, ${COLUMNS.split(',').map((c) => 't.' + c.trim()).join(', ')}
+    `SELECT k.id AS key_id, k.permissions, ${TENANT_COLUMNS}
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
     [hash],
