@@ -11,7 +11,7 @@ import { LIMITS } from './domain/record-rules.js';
 import type { Db } from './storage/db.js';
 import type { App, AppContext } from './http/context.js';
 import { registerCors } from './http/plugins/cors.js';
-import { registerErrorHandling } from './http/plugins/errors.js';
+import { registerErrorHandling, sendProblem } from './http/plugins/errors.js';
 import { registerMetrics } from './http/plugins/metrics.js';
 import { registerOverloadProtection } from './http/plugins/overload.js';
 import { createRateLimiter, type RateLimiter } from './http/plugins/rate-limit.js';
@@ -26,8 +26,23 @@ import { allowlistRoutes } from './http/routes/allowlists.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { exceptionRoutes } from './http/routes/exceptions.js';
 import { registerEnvironment } from './http/plugins/environment.js';
+import { registerInputGuard } from './http/plugins/input-guard.js';
+import { isCalendarDate, isRfc3339, isUuidText } from './domain/text.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+/**
+ * ajv-formats, with the three formats that reach SQL replaced by the service's own rules, so a
+ * value the schema passes is one PostgreSQL takes: dates in years 1–9999 that exist (no Feb 30,
+ * no year 0000 or +275760), offsets within ±15:59, and UUIDs without a urn: prefix.
+ */
+function withFormats(ajv: Ajv): Ajv {
+  addFormats(ajv);
+  ajv.addFormat('date-time', { type: 'string', validate: isRfc3339 });
+  ajv.addFormat('date', { type: 'string', validate: isCalendarDate });
+  ajv.addFormat('uuid', { type: 'string', validate: isUuidText });
+  return ajv;
+}
 
 export interface AppDeps {
   config: Config;
@@ -83,6 +98,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requestTimeout,
     http: { headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1_000, requestTimeout) },
     clientErrorHandler: answerClientError,
+    // Account and license ids are up to 256 characters, up to 12 bytes each once percent-encoded.
+    maxParamLength: 3072,
+    // The router's own refusals (a path that is not valid UTF-8) in the same problem+json as the rest.
+    frameworkErrors: (err, _request, reply) => {
+      const badUrl = err.code === 'FST_ERR_BAD_URL';
+      sendProblem(reply, 400, badUrl ? 'invalid_request' : 'validation_error', badUrl ? 'the path is not valid percent-encoded UTF-8' : err.message);
+    },
     connectionTimeout: 75_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
@@ -92,8 +114,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies are never coerced (42 must not become "42"); query strings and path params are.
-  const bodyAjv = addFormats(new Ajv({ coerceTypes: false, useDefaults: true, strict: false, allErrors: false }));
-  const paramAjv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, strict: false, allErrors: false }));
+  const bodyAjv = withFormats(new Ajv({ coerceTypes: false, useDefaults: true, strict: false, allErrors: false }));
+  const paramAjv = withFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, strict: false, allErrors: false }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
 
   // A plain JSON.parse: Fastify's default scans the parsed body for __proto__ and fails the whole
@@ -140,6 +162,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   registerErrorHandling(app);
+  registerInputGuard(app);
   await registerOverloadProtection(app, ctx);
   registerCors(app);
   registerEnvironment(app, ctx);

@@ -87,7 +87,8 @@ export async function showTenant(deps: AdminDeps, id: string): Promise<TenantVie
 
 export async function patchTenant(deps: AdminDeps, id: string, patch: { plan?: PlanName; account_context_enabled?: boolean }): Promise<TenantView> {
   await requireTenant(deps, id);
-  const t = await updateTenant(deps.db, id, patch);
+  // Only the settable fields are passed on, whatever else the caller's object holds.
+  const t = await updateTenant(deps.db, id, { plan: patch.plan, account_context_enabled: patch.account_context_enabled });
   return tenantView(deps, t!);
 }
 

@@ -44,6 +44,8 @@ export const hasControlChars = (s: string): boolean => CONTROL.test(s);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NIL = '00000000-0000-0000-0000-000000000000';
 export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID.test(s) && s !== NIL;
+/** Any UUID in its canonical text form, the nil UUID included (a lookup key, not a new record's id). */
+export const isUuidText = (s: unknown): s is string => typeof s === 'string' && UUID.test(s);
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
 

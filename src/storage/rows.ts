@@ -11,17 +11,4 @@ export function isoDate(v: unknown): string | null {
   return String(v).slice(0, 10);
 }
 
-/** Opaque cursors: base64url JSON of the sort key of the last row returned. */
-export function encodeCursor(key: unknown[]): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
-}
-
-export function decodeCursor(cursor: string | undefined): unknown[] | undefined {
-  if (!cursor) return undefined;
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    return Array.isArray(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
+export { encodeCursor } from '../domain/cursor.js';

@@ -70,20 +70,43 @@ export async function countTenants(q: Queryable): Promise<number> {
   return row?.n ?? 0;
 }
 
-export async function updateTenant(
-  q: Queryable,
-  tenantId: string,
-  patch: Partial<{ plan: PlanName; subscription_status: 'active' | 'cancelled'; cancelled_at: Date | null; trial_ends_at: Date | null; account_context_enabled: boolean }>,
-): Promise<TenantRow | undefined> {
-  const sets: string[] = [];
-  const params: unknown[] = [tenantId];
-  for (const [col, value] of Object.entries(patch)) {
-    if (value === undefined) continue;
-    params.push(value);
-    sets.push(`${col} = $${params.length}`);
-  }
-  if (sets.length === 0) return getTenant(q, tenantId);
-  const rows = await q.query(`UPDATE tenants SET ${sets.join(', ')}, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, params);
+export interface TenantPatch {
+  plan?: PlanName;
+  subscription_status?: 'active' | 'cancelled';
+  cancelled_at?: Date | null;
+  trial_ends_at?: Date | null;
+  account_context_enabled?: boolean;
+}
+
+/**
+ * One statement with a fixed text: each settable column is a parameter, and a column the patch
+ * leaves out keeps its value. No part of the SQL comes from the caller's keys.
+ */
+export async function updateTenant(q: Queryable, tenantId: string, patch: TenantPatch): Promise<TenantRow | undefined> {
+  const has = (k: keyof TenantPatch) => patch[k] !== undefined;
+  const rows = await q.query(
+    `UPDATE tenants SET
+        plan = CASE WHEN $2 THEN $3 ELSE plan END,
+        subscription_status = CASE WHEN $4 THEN $5 ELSE subscription_status END,
+        cancelled_at = CASE WHEN $6 THEN $7::timestamptz ELSE cancelled_at END,
+        trial_ends_at = CASE WHEN $8 THEN $9::timestamptz ELSE trial_ends_at END,
+        account_context_enabled = CASE WHEN $10 THEN $11::boolean ELSE account_context_enabled END,
+        updated_at = now()
+      WHERE id = $1 RETURNING ${COLUMNS}`,
+    [
+      tenantId,
+      has('plan'),
+      patch.plan ?? null,
+      has('subscription_status'),
+      patch.subscription_status ?? null,
+      has('cancelled_at'),
+      patch.cancelled_at ?? null,
+      has('trial_ends_at'),
+      patch.trial_ends_at ?? null,
+      has('account_context_enabled'),
+      patch.account_context_enabled ?? null,
+    ],
+  );
   return rows[0] ? toTenant(rows[0]) : undefined;
 }
 

@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
-import { AppError, notFound } from '../../errors.js';
+import { notFound } from '../../errors.js';
 import { actorsOf, activeActors, counterpartsOf, dailyActivity, featuresOf, getSnapshot, listSnapshot, productsOf, rollupInfo, versionsOf, type Snapshot } from '../../storage/accounts.js';
 import { coverage } from '../../storage/coverage.js';
-import { decodeCursor, encodeCursor } from '../../storage/rows.js';
+import { encodeCursor } from '../../storage/rows.js';
+import { cursorKey } from '../lookups.js';
 import type { App, AppContext } from '../context.js';
 import { requireAccountPlan } from '../plugins/account-gate.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
@@ -18,12 +19,7 @@ const AccountParams = Type.Object({ accountId: Type.String({ minLength: 1, maxLe
 const LicenseParams = Type.Object({ licenseId: Type.String({ minLength: 1, maxLength: 256 }) });
 const errors = problems(400, 401, 402, 403, 404);
 
-function textCursor(cursor: string | undefined): string | undefined {
-  if (cursor === undefined) return undefined;
-  const key = decodeCursor(cursor);
-  if (!key || typeof key[0] !== 'string') throw new AppError(400, 'validation_error', 'cursor: not a cursor this API returned', { errors: [{ field: 'cursor', message: 'invalid' }] });
-  return key[0];
-}
+const textCursor = (cursor: string | undefined): string | undefined => cursorKey(cursor, ['text'] as const)?.[0];
 
 function paged<T>(rows: T[], limit: number, key: (row: T) => string) {
   const data = rows.slice(0, limit);

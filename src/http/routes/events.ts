@@ -35,6 +35,7 @@ export function eventRoutes(app: App, ctx: AppContext): void {
     '/v1/events',
     {
       onRequest: [requireKey(ctx.db, ['ingest']), requireAccepting(ctx), refuseEncodedBody, rateLimitEvents(ctx.limiter, ctx.plans)],
+      config: { ownBodyRules: true },
       validatorCompiler: () => envelope(),
       schema: {
         summary: 'Send a batch of events',

@@ -1,10 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
-import { AppError, validationError } from '../../errors.js';
+import { validationError } from '../../errors.js';
 import { pickLatest } from '../../domain/version-selector.js';
 import { exceptionGroups } from '../../storage/exception-groups.js';
 import { findProduct } from '../../storage/products.js';
-import { decodeCursor, encodeCursor } from '../../storage/rows.js';
+import { encodeCursor } from '../../storage/rows.js';
+import { cursorKey } from '../lookups.js';
 import { allVersions } from '../../storage/versions.js';
 import type { App, AppContext } from '../context.js';
 import { requireAccountPlan } from '../plugins/account-gate.js';
@@ -29,14 +30,8 @@ export async function listExceptionGroups(ctx: AppContext, tenantId: string, que
     if (!latest) return { data: [], next_cursor: null };
     version = latest.product_version;
   }
-  let before: { lastSeen: string; fingerprint: string } | undefined;
-  if (query.cursor !== undefined) {
-    const key = decodeCursor(query.cursor);
-    if (!key || typeof key[0] !== 'string' || typeof key[1] !== 'string' || Number.isNaN(Date.parse(key[0]))) {
-      throw new AppError(400, 'validation_error', 'cursor: not a cursor this API returned', { errors: [{ field: 'cursor', message: 'invalid' }] });
-    }
-    before = { lastSeen: key[0], fingerprint: key[1] };
-  }
+  const key = cursorKey(query.cursor, ['timestamp', 'text'] as const);
+  const before = key && { lastSeen: key[0], fingerprint: key[1] };
   const limit = query.limit ?? 50;
   const rows = await exceptionGroups(ctx.db, tenantId, {
     productId,

@@ -28,6 +28,7 @@ function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, 
     path,
     {
       onRequest: [requireKey(ctx.db, ['ingest']), requireAccepting(ctx), refuseEncodedBody],
+      config: { ownBodyRules: true },
       attachValidation: true,
       schema: { summary: spec.summary, tags: ['ingestion'], security: [{ bearer: [] }], body: spec.body, response: { 200: spec.ok, ...problems(...spec.errors) } },
     },

@@ -33,17 +33,29 @@ export const IssuedKey = Type.Object({
   permissions: Type.Array(PermissionName),
 });
 
-export const CreateTenant = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 200 }),
-  plan: PlanName,
-});
+// Write bodies are closed: a key the route does not name is a 400, never a column.
+const closed = { additionalProperties: false } as const;
 
-export const PatchTenant = Type.Object({
-  plan: Type.Optional(PlanName),
-  account_context_enabled: Type.Optional(Type.Boolean()),
-});
+export const CreateTenant = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    plan: PlanName,
+  },
+  closed,
+);
 
-export const CreateKey = Type.Object({
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  permissions: Type.Array(PermissionName, { minItems: 1, uniqueItems: true }),
-});
+export const PatchTenant = Type.Object(
+  {
+    plan: Type.Optional(PlanName),
+    account_context_enabled: Type.Optional(Type.Boolean()),
+  },
+  closed,
+);
+
+export const CreateKey = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    permissions: Type.Array(PermissionName, { minItems: 1, uniqueItems: true }),
+  },
+  closed,
+);

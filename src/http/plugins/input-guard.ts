@@ -1,0 +1,26 @@
+import type { FastifyRequest } from 'fastify';
+import { validationError } from '../../errors.js';
+import { findHostileContent } from '../../domain/record-rules.js';
+import type { App } from '../context.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route judges its body element by element (ingestion): dead letters, not a 400. */
+    ownBodyRules?: boolean;
+  }
+}
+
+// PostgreSQL cannot store a NUL, and a lone surrogate cannot be written as UTF-8: either one in a
+// path id, a query filter or a management body would fail deep in a query (a 500) or come back
+// as JSON that strict parsers refuse. One hook refuses them at the door, after the key is checked
+// (401 and 403 are decided from the headers first), naming the field. Prototype keys and nesting
+// past 32 levels are refused the same way. Ingestion bodies keep their own per-element rules.
+export function registerInputGuard(app: App): void {
+  app.addHook('preValidation', async (request: FastifyRequest) => {
+    const problem =
+      findHostileContent(request.params, '') ??
+      findHostileContent(request.query, '') ??
+      (request.routeOptions.config.ownBodyRules ? undefined : findHostileContent(request.body, ''));
+    if (problem) throw validationError([{ field: problem.field === '(root)' ? 'body' : problem.field, message: problem.message }]);
+  });
+}
