@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { validationError } from '../../errors.js';
 import { isStorableString } from '../../domain/text.js';
-import type { AllowRule } from '../../domain/allowlist.js';
+import { allowlistProblem, type AllowRule } from '../../domain/allowlist.js';
 import { addRules, replaceRules, rulesOf, setAllowlistEnabled } from '../../storage/allowlists.js';
 import type { App, AppContext } from '../context.js';
 import { requireProduct } from '../lookups.js';
@@ -34,6 +34,8 @@ function checkRules(rules: AllowRule[], field: string): AllowRule[] {
   rules.forEach((r, i) => {
     if (!isStorableString(r.category) || !isStorableString(r.name)) throw validationError([{ field: `${field}[${i}]`, message: 'contains a NUL character or a lone surrogate' }]);
   });
+  const problem = allowlistProblem(rules, field);
+  if (problem) throw validationError([problem]);
   return rules.map((r) => ({ category: r.category, name: r.name }));
 }
 
@@ -89,7 +91,13 @@ export function allowlistRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const { tenant } = principalOf(request);
       const product = await requireProduct(ctx.db, tenant.id, request.params.id);
-      await addRules(ctx.db, product.id, checkRules(request.body.events, 'events'));
+      const events = checkRules(request.body.events, 'events');
+      // The caps hold for the list as it will be: what is there already plus what is imported.
+      const current = (await rulesOf(ctx.db, [product.id])).get(product.id) ?? [];
+      const merged = new Map([...current, ...events].map((r) => [`${r.category}\u0000${r.name}`, r]));
+      const problem = allowlistProblem([...merged.values()], 'events');
+      if (problem) throw validationError([{ field: 'events', message: problem.message }]);
+      await addRules(ctx.db, product.id, events);
       return (await show(tenant.id, product.id)).body;
     },
   );

@@ -1,4 +1,4 @@
-import { isAllowed } from '../../domain/allowlist.js';
+import { compileAllowlist, isAllowed } from '../../domain/allowlist.js';
 import { rulesOf } from '../../storage/allowlists.js';
 import type { BatchStep } from '../types.js';
 
@@ -9,7 +9,7 @@ export const checkAllowlist: BatchStep = {
   async run(ctx, pending) {
     const guarded = [...ctx.products.values()].filter((p) => p.allowlist).map((p) => p.id);
     if (guarded.length === 0) return;
-    const rules = await rulesOf(ctx.db, guarded);
+    const rules = new Map([...(await rulesOf(ctx.db, guarded))].map(([id, list]) => [id, compileAllowlist(list)]));
     for (const c of pending) {
       const e = c.event!;
       const list = rules.get(e.product_id);
