@@ -12,6 +12,16 @@ const RULES_VERSION = 1;
 const MAX_LINE = 2048;
 const MAX_MESSAGE = 1000;
 
+// The client libraries' own frames (Tally's and Beacon's JavaScript, .NET and C++ clients) are
+// never application code, as Sentry treats its SDKs' frames: an upgrade of the client must not
+// regroup every exception. The C++ clients take the backtrace inside their own handler, so their
+// frames lead the trace and are dropped before anything else.
+const CLIENT_NATIVE_MODULE = /libtally|libbeacon/i;
+const CLIENT_NATIVE_SYMBOL = /^(?:tally|beacon)::/;
+const CLIENT_NATIVE_MANGLED = /^_ZN[rVKRO]*(?:5tally|6beacon)/;
+const CLIENT_DOTNET = /^(?:Tally\.Client|Beacon\.(?:Sdk|Client|Analytics|Telemetry|Tracking))\./;
+const CLIENT_SCRIPT = /(?:^|[\\/])(?:@tally[\\/]client|@beacon[\\/]|tally-client(?:\.min)?\.m?js|beacon(?:[-_.]sdk)?(?:\.min)?\.m?js)/i;
+
 // rank 0: application code; 1: application code known only by an address;
 // 2: runtime, framework, third-party or client-library code. Only the best rank present is used.
 type Rank = 0 | 1 | 2;
@@ -80,7 +90,7 @@ function parseDotNet(line: string): Frame | null {
   const fn = name
     .replace(/\[[^\]]*\]/g, '') // generic parameters: First[TSource]
     .replace(/\.<([^>]+)>d__\d*\.MoveNext$/, '.$1'); // .NET Framework's async state machine
-  return { fn: stripDigits(fn), module: '', rank: /^(System|Microsoft)\./.test(fn) ? 2 : 0 };
+  return { fn: stripDigits(fn), module: '', rank: /^(System|Microsoft)\./.test(fn) || CLIENT_DOTNET.test(fn) ? 2 : 0 };
 }
 
 // ---- V8 (Node, Chrome, Edge): "at fn (url:line:col)", "at url:line:col", "at eval (eval at …)" ----
@@ -129,7 +139,7 @@ function scriptFrame(name: string, location: string): Frame {
     .replace(/:\d+(?::\d+)?$/, '') // line and column
     .replace(/[?#].*$/, '') // query string and hash: cache busters, page state
     .replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, ''); // scheme and host: staging and production alike
-  return { fn, module: scriptModule(path), rank: NOT_APP.test(loc) ? 2 : 0 };
+  return { fn, module: scriptModule(path), rank: NOT_APP.test(loc) || CLIENT_SCRIPT.test(path) ? 2 : 0 };
 }
 
 /** Basename without content hashes or chunk ids: main.3f2a1b9c.js, index-BxKqfQaz.js → main.js, index.js. */
@@ -171,7 +181,7 @@ function parseGlibc(line: string): Frame | null {
   // Clone suffixes (.cold, .isra.0, .constprop.0) depend on the optimiser, not on the code.
   const bare = symbol.replace(/\..*$/, '');
   const name = bare ? (demangle(bare) ?? bare) : '';
-  const capture = module.includes('libtally') || name.startsWith('tally::') || /^_ZN[rVKRO]*5tally/.test(bare);
+  const capture = CLIENT_NATIVE_MODULE.test(module) || CLIENT_NATIVE_SYMBOL.test(name) || CLIENT_NATIVE_MANGLED.test(bare);
   const other = capture || SYSTEM_LIB.test(module);
   if (!name) return { fn: '?', module, rank: other ? 2 : 1, capture };
   return { fn: stripDigits(name), module, rank: other ? 2 : 0, capture };

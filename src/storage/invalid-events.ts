@@ -14,11 +14,18 @@ export interface DeadLetter {
 
 const PAYLOAD_LIMIT = 8192;
 
+// JSON.stringify writes a lone surrogate as a \udXXX escape: valid JSON text, but not valid
+// Unicode, and strict parsers (jq) refuse the whole page that carries it. Such escapes (an odd
+// run of backslashes before the u) become \ufffd when a payload is kept and when it is read back,
+// which covers rows kept before this rule.
+const LONE_SURROGATE_ESCAPE = /(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g;
+export const withoutLoneSurrogates = (json: string): string => json.replace(LONE_SURROGATE_ESCAPE, '$1\\ufffd');
+
 /** The raw element as JSON, cut to 8 KB of UTF-8 at a code-point boundary. */
 export function deadLetterPayload(raw: unknown): string {
   let text: string;
   try {
-    text = JSON.stringify(raw) ?? 'null';
+    text = withoutLoneSurrogates(JSON.stringify(raw) ?? 'null');
   } catch {
     text = '"<unserialisable element>"'; // e.g. nesting too deep for JSON.stringify
   }
@@ -91,7 +98,7 @@ export async function listDeadLetters(q: Queryable, tenantId: string, f: Invalid
   return rows.map((r) => {
     let payload: unknown = r.payload;
     try {
-      payload = JSON.parse(r.payload as string);
+      payload = JSON.parse(withoutLoneSurrogates(r.payload as string));
     } catch {
       // truncated payloads are returned as the text that was kept
     }
@@ -99,8 +106,8 @@ export async function listDeadLetters(q: Queryable, tenantId: string, f: Invalid
       id: r.id as string,
       kind: r.kind as string,
       reason: r.reason as string,
-      message: r.message as string,
-      product: (r.product as string | null) ?? null,
+      message: (r.message as string).toWellFormed(),
+      product: (r.product as string | null)?.toWellFormed() ?? null,
       payload,
       api_key_id: (r.api_key_id as string | null) ?? null,
       received_at: iso(r.received_at)!,

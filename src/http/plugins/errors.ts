@@ -28,15 +28,16 @@ export function sendProblem(
 ): FastifyReply {
   const { headers, errors, ...rest } = extra;
   if (headers) for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  // Details and field names can quote what the client sent: never a lone surrogate in the answer.
   const body: Record<string, unknown> = {
     type: `https://tally.dev/errors/${code}`,
     title: TITLES[status] ?? 'Error',
     status,
     code,
-    detail,
+    detail: detail.toWellFormed(),
     ...rest,
   };
-  if (errors) body.errors = errors;
+  if (errors) body.errors = errors.map((e) => ({ field: e.field.toWellFormed(), message: e.message.toWellFormed() }));
   return reply.code(status).type('application/problem+json').send(JSON.stringify(body));
 }
 

@@ -1,4 +1,5 @@
 import { fingerprint } from '../../domain/fingerprint.js';
+import { scrubText, scrubValue, wellFormedDeep } from '../../domain/scrub.js';
 import { LIMITS } from '../../domain/record-rules.js';
 import { isRfc3339, isStorableString, isUuid, truncateCodePoints } from '../../domain/text.js';
 import { insertException } from '../../storage/exceptions.js';
@@ -6,7 +7,9 @@ import { admitProductVersion, checkCommon, fieldError, productAndVersion, regist
 
 // Exceptions (SPEC.md "Exception"): message and stack_trace are truncated, never rejected for
 // length; breadcrumbs are any non-null JSON; an invalid session_id is dropped silently and an
-// unknown one kept, so the session links up when (if) it arrives.
+// unknown one kept, so the session links up when (if) it arrives. Lone surrogates in breadcrumbs
+// become U+FFFD instead of refusing the crash; the free text is scrubbed of query strings and
+// secrets before it is stored or fingerprinted (src/domain/scrub.ts).
 
 const TYPE_LIMIT = 1024;
 const ID_LIMIT = 256;
@@ -26,7 +29,14 @@ function optionalText(body: Record<string, unknown>, field: string, max: number)
   return truncateCodePoints(v, max);
 }
 
-export async function recordException(ctx: RecordContext, body: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> {
+/** Cut to the limit (which also bounds the scrubber's work), scrubbed, and cut again: "[Filtered]" can be longer than what it replaced. */
+function scrubbedText(body: Record<string, unknown>, field: string, max: number): string | null {
+  const text = optionalText(body, field, max);
+  return text === null ? null : truncateCodePoints(scrubText(text), max);
+}
+
+export async function recordException(ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> {
+  const body = raw.breadcrumbs === undefined ? raw : { ...raw, breadcrumbs: wellFormedDeep(raw.breadcrumbs, LIMITS.depth + 1) };
   checkCommon(body);
   const exceptionId = requiredString(body, 'exception_id', ID_LIMIT);
   const exceptionType = requiredString(body, 'exception_type', TYPE_LIMIT);
@@ -36,8 +46,8 @@ export async function recordException(ctx: RecordContext, body: Record<string, u
   if (!isRfc3339(occurredAt)) throw fieldError('occurred_at', occurredAt === undefined ? 'is required' : 'must be an RFC 3339 date-time with Z or an offset');
   const actorId = requiredString(body, 'actor_id', LIMITS.actorId);
   const { slug, version } = productAndVersion(body);
-  const message = optionalText(body, 'message', LIMITS.message);
-  const stackTrace = optionalText(body, 'stack_trace', LIMITS.stackTrace);
+  const message = scrubbedText(body, 'message', LIMITS.message);
+  const stackTrace = scrubbedText(body, 'stack_trace', LIMITS.stackTrace);
   const sessionId = typeof body.session_id === 'string' && isUuid(body.session_id) ? body.session_id.toLowerCase() : null;
   if (!isStorableString(exceptionId)) throw fieldError('exception_id', 'contains a NUL character or a lone surrogate');
 
@@ -57,11 +67,11 @@ export async function recordException(ctx: RecordContext, body: Record<string, u
         actor_id: actorId,
         message,
         stack_trace: stackTrace,
-        breadcrumbs: body.breadcrumbs ?? undefined,
+        breadcrumbs: body.breadcrumbs === undefined || body.breadcrumbs === null ? undefined : scrubValue(body.breadcrumbs),
         session_id: sessionId,
         account_id: (body.account_id as string | undefined) ?? null,
         license_id: (body.license_id as string | undefined) ?? null,
-        environment_context: body.environment_context ?? undefined,
+        environment_context: body.environment_context === undefined || body.environment_context === null ? undefined : scrubValue(body.environment_context),
         fingerprint: fingerprint({ exceptionType, message, stackTrace }),
       },
       ctx.receivedAt,
