@@ -20,6 +20,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Overload protection: past any of these, ingestion and readiness answer 503 (0 = that check is off). */
   maxEventLoopDelayMs: number;
+  /** How long the event-loop delay must stay past its limit before requests are shed. */
+  overloadSustainMs: number;
   maxHeapUsedBytes: number;
   maxRssBytes: number;
 }
@@ -53,6 +55,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedSync: sync,
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000),
     maxEventLoopDelayMs: int(env, 'MAX_EVENT_LOOP_DELAY_MS', 1000),
+    overloadSustainMs: int(env, 'OVERLOAD_SUSTAIN_MS', 3000),
     // Default: 90 % of V8's heap limit, so we refuse work before the process dies of it.
     maxHeapUsedBytes: int(env, 'MAX_HEAP_USED_BYTES', Math.floor(getHeapStatistics().heap_size_limit * 0.9)),
     maxRssBytes: int(env, 'MAX_RSS_BYTES', 0),

@@ -17,6 +17,34 @@ const admin = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload
   t.app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(payload ? { payload } : {}) });
 
 describe('operator API', () => {
+  it('issue 12 item 1: PATCH never turns a body key into SQL; unknown and server-owned fields are a 400 naming the field', async () => {
+    const victim = (await admin('POST', '/admin/v1/tenants', { name: 'victim', plan: 'starter' })).json().tenant;
+    const attacker = (await admin('POST', '/admin/v1/tenants', { name: 'attacker', plan: 'starter' })).json().tenant;
+    const before = (await admin('GET', `/admin/v1/tenants/${victim.id}`)).json();
+    for (const [field, value] of [
+      ["name = (SELECT 'pwned'), plan", 'enterprise'],
+      ['plan = \'enterprise\' --', 'x'],
+      ['cycle_anchor', '2020-01-01T00:00:00Z'],
+      ['created_at', '2020-01-01T00:00:00Z'],
+      ['trial_ends_at', '2099-01-01T00:00:00Z'],
+      ['subscription_status', 'active'],
+      ['id', '00000000-0000-0000-0000-000000000000'],
+    ] as const) {
+      const res = await admin('PATCH', `/admin/v1/tenants/${attacker.id}`, { plan: 'starter', [field]: value });
+      assert.equal(res.statusCode, 400, `${field}: ${res.body}`);
+      assert.equal(res.json().code, 'validation_error');
+      assert.equal(res.json().errors[0].field, field);
+    }
+    assert.deepEqual((await admin('GET', `/admin/v1/tenants/${victim.id}`)).json(), before);
+    const [row] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenants WHERE name = 'pwned' OR (plan = 'enterprise' AND id IN ($1, $2))", [victim.id, attacker.id]);
+    assert.equal(row!.n, 0);
+    // The fields that are settable still are.
+    const ok = await admin('PATCH', `/admin/v1/tenants/${attacker.id}`, { plan: 'pro', account_context_enabled: false });
+    assert.equal(ok.statusCode, 200);
+    assert.equal(ok.json().plan, 'pro');
+    assert.equal(ok.json().account_context_enabled, false);
+  });
+
   it('creates a tenant with one ingest key and one admin key with all four permissions, shown once', async () => {
     const res = await admin('POST', '/admin/v1/tenants', { name: 'acme', plan: 'business' });
     assert.equal(res.statusCode, 201);

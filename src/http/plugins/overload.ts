@@ -1,4 +1,6 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import underPressure from '@fastify/under-pressure';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App, AppContext } from '../context.js';
 import { sendProblem } from './errors.js';
 
@@ -7,17 +9,59 @@ import { sendProblem } from './errors.js';
 // Liveness (/healthz) and /metrics are always answered: an overloaded process is alive, and
 // restarting it would only lose its in-flight work.
 const ALWAYS_ANSWERED = new Set(['/healthz', '/metrics']);
+const SAMPLE_MS = 250;
+
+const shed = (request: FastifyRequest, reply: FastifyReply, type: string, value: unknown) => {
+  request.log.warn({ type, value }, 'under pressure: shedding load with 503');
+  return sendProblem(reply, 503, 'overloaded', 'the server is overloaded; retry later', { headers: { 'retry-after': '2' } });
+};
+
+/**
+ * The event loop counts as overloaded only when its delay has stayed past the limit for
+ * `sustainMs`: every sample over that span was over the limit. A spike (start-up compiling code,
+ * a garbage collection, a neighbour taking the CPU for a moment) is not overload, and refusing
+ * a client's first requests after a restart for it would only make the clients retry.
+ */
+export function loopMonitor(limitMs: number, sustainMs: number, now: () => number = Date.now) {
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  let overSince: number | undefined;
+  const timer = setInterval(() => {
+    // The worst delay of the window: a blocked loop also delays this timer, so each sample
+    // covers at least its own window whatever the load.
+    const delayMs = histogram.max / 1e6;
+    histogram.reset();
+    if (delayMs <= limitMs) overSince = undefined;
+    else overSince ??= now() - SAMPLE_MS;
+  }, SAMPLE_MS);
+  timer.unref();
+  return {
+    overloaded: () => overSince !== undefined && now() - overSince >= sustainMs,
+    stop() {
+      clearInterval(timer);
+      histogram.disable();
+    },
+  };
+}
 
 export async function registerOverloadProtection(app: App, ctx: AppContext): Promise<void> {
+  // Heap and RSS do not spike the way the loop does: past their limits, the next request is shed.
   await app.register(underPressure, {
-    maxEventLoopDelay: ctx.config.maxEventLoopDelayMs,
+    maxEventLoopDelay: 0,
     maxHeapUsedBytes: ctx.config.maxHeapUsedBytes,
     maxRssBytes: ctx.config.maxRssBytes,
-    sampleInterval: 250,
+    sampleInterval: SAMPLE_MS,
     pressureHandler: (request, reply, type, value) => {
       if (ALWAYS_ANSWERED.has(request.routeOptions.url ?? '')) return;
-      request.log.warn({ type, value }, 'under pressure: shedding load with 503');
-      sendProblem(reply, 503, 'overloaded', 'the server is overloaded; retry later', { headers: { 'retry-after': '2' } });
+      shed(request, reply, type, value);
     },
   });
+  const limit = ctx.config.maxEventLoopDelayMs;
+  if (limit <= 0) return;
+  const monitor = loopMonitor(limit, ctx.config.overloadSustainMs);
+  app.addHook('onRequest', async (request, reply) => {
+    if (!monitor.overloaded() || ALWAYS_ANSWERED.has(request.routeOptions.url ?? '')) return;
+    return shed(request, reply, 'eventLoopDelay', limit);
+  });
+  app.addHook('onClose', async () => monitor.stop());
 }
