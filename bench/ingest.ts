@@ -16,6 +16,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { openDb, type Db } from '../src/storage/db.js';
 import { eventsInsertSql, type EventRecord } from '../src/storage/events.js';
 import { migrate } from '../src/storage/migrate.js';
+import { killOnExit, removeOnExit } from '../test/helpers/on-exit.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -38,7 +39,7 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:
 const DB_NAME = decodeURIComponent(new URL(DATABASE_URL).pathname.slice(1));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN_TOKEN = randomUUID();
-const tmp = mkdtempSync(join(tmpdir(), 'tally-bench-'));
+const tmp = removeOnExit(mkdtempSync(join(tmpdir(), 'tally-bench-')));
 
 function fail(msg: string): never {
   console.error(msg);
@@ -225,7 +226,7 @@ function startServer(): ChildProcess {
   if (STORE === 'postgres') env.DATABASE_URL = DATABASE_URL;
   else delete env.DATABASE_URL;
   const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = killOnExit(spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
   // The server's log lines go to our stderr (our stdout ends with the JSON line); its first-start banner is dropped.
   createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('{') && process.stderr.write(`server: ${line}\n`));
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
 import { startServer } from '../test/helpers/server-process.js';
+import { removeOnExit } from '../test/helpers/on-exit.js';
 
 const { values: opt } = parseArgs({
   options: { store: { type: 'string', default: 'pglite' }, minutes: { type: 'string', default: '10' }, sample: { type: 'string', default: '30' }, probe: { type: 'string', default: '15' } },
@@ -16,7 +17,7 @@ const MINUTES = Number(opt.minutes);
 const SAMPLE_S = Number(opt.sample);
 const PROBE_S = Number(opt.probe);
 const ADMIN = 'soak-admin';
-const dir = mkdtempSync(join(tmpdir(), 'tally-soak-'));
+const dir = removeOnExit(mkdtempSync(join(tmpdir(), 'tally-soak-')));
 writeFileSync(join(dir, 'plans.json'), JSON.stringify({ enterprise: { requests_per_minute: 10_000_000, monthly_events: 1e12 } }));
 const env: Record<string, string> = { ...(process.env.EMBEDDED_SYNC ? { EMBEDDED_SYNC: process.env.EMBEDDED_SYNC } : {}), ADMIN_TOKEN: ADMIN, PLANS_FILE: join(dir, 'plans.json'), LOG_LEVEL: 'warn', DATA_DIR: join(dir, 'data') };
 if (opt.store === 'postgres') env.DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench';

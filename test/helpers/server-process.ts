@@ -1,6 +1,7 @@
 // Starts src/server.ts as a real child process, for tests that need signals, kills and restarts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { killOnExit } from './on-exit.js';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -22,10 +23,10 @@ export interface ServerProcess {
 
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = killOnExit(spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
