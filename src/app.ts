@@ -99,7 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     http: { headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1_000, requestTimeout) },
     clientErrorHandler: answerClientError,
     // Account and license ids are up to 256 characters, up to 12 bytes each once percent-encoded.
-    maxParamLength: 3072,
+    routerOptions: { maxParamLength: 3072 },
     // The router's own refusals (a path that is not valid UTF-8) in the same problem+json as the rest.
     frameworkErrors: (err, _request, reply) => {
       const badUrl = err.code === 'FST_ERR_BAD_URL';

@@ -177,22 +177,23 @@ describe('client: the server says no', () => {
   });
 
   it('503 (the server sheds load): backs off for at least its Retry-After, then delivers', async () => {
-    // A second server whose overload guard trips at 50 ms of event-loop delay; this process's loop
-    // (which is the server's too) is then blocked in slices, so the real guard answers 503.
-    const busy = await startServer({ env: { MAX_EVENT_LOOP_DELAY_MS: '50' } });
+    // A second server whose overload guard trips at 50 ms of event-loop delay sustained for 300 ms;
+    // this process's loop (which is the server's too) is then blocked in slices, so the real guard
+    // answers 503.
+    const busy = await startServer({ env: { MAX_EVENT_LOOP_DELAY_MS: '50', OVERLOAD_SUSTAIN_MS: '300' } });
     try {
       let tn: Awaited<ReturnType<typeof tenant>> | undefined;
       await waitFor('the guard to calm down after start-up', async () => (tn = await tenant(busy).catch(() => undefined)) !== undefined);
       const rec = recordingFetch();
       const client = createClient(options(tn!.ingestKey, { endpoint: busy.url, fetch: rec.fetch, autoSession: false, flushAt: 1, retry: { baseDelayMs: 10, maxDelayMs: 50 } }));
-      // Saturate the loop in 200 ms slices for 2.1 s; the event is tracked once the guard has
-      // certainly sampled the delay, so its request meets the guard.
+      // Saturate the loop in 200 ms slices for 4 s; the event is tracked once the guard has
+      // certainly seen the delay last past its 300 ms, so its request meets the guard.
       let id = '';
       const started = Date.now();
-      while (Date.now() - started < 2100) {
+      while (Date.now() - started < 4000) {
         const slice = Date.now();
         while (Date.now() - slice < 200); // busy: the loop is saturated
-        if (!id && Date.now() - started > 600) id = client.track('ui', 'under pressure')!;
+        if (!id && Date.now() - started > 1300) id = client.track('ui', 'under pressure')!;
         await new Promise((r) => setImmediate(r));
       }
       await waitFor('the event stored and answered', async () => (await storedEventIds(busy.t.db, tn!.id)).includes(id) && rec.inFlight() === 0, 20_000);
