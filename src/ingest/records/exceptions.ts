@@ -3,7 +3,7 @@ import { scrubText, scrubValue, wellFormedDeep } from '../../domain/scrub.js';
 import { LIMITS } from '../../domain/record-rules.js';
 import { isRfc3339, isStorableString, isUuid, truncateCodePoints } from '../../domain/text.js';
 import { insertException } from '../../storage/exceptions.js';
-import { admitProductVersion, checkCommon, fieldError, productAndVersion, registerIfNew, type RecordContext } from './common.js';
+import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, registerIfNew, type RecordContext } from './common.js';
 
 // Exceptions (SPEC.md "Exception"): message and stack_trace are truncated, never rejected for
 // length; breadcrumbs are any non-null JSON; an invalid session_id is dropped silently and an
@@ -35,7 +35,7 @@ function scrubbedText(body: Record<string, unknown>, field: string, max: number)
   return text === null ? null : truncateCodePoints(scrubText(text), max);
 }
 
-export async function recordException(ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> {
+export const recordException = judged(async (ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> => {
   const body = raw.breadcrumbs === undefined ? raw : { ...raw, breadcrumbs: wellFormedDeep(raw.breadcrumbs, LIMITS.depth + 1) };
   checkCommon(body);
   const exceptionId = requiredString(body, 'exception_id', ID_LIMIT);
@@ -78,4 +78,4 @@ export async function recordException(ctx: RecordContext, raw: Record<string, un
     );
   });
   return { exception_id: exceptionId, status: 'accepted', fingerprint: fp };
-}
+});

@@ -1,8 +1,7 @@
 import { isRfc3339, isStorableString } from '../../domain/text.js';
 import { LIMITS } from '../../domain/record-rules.js';
-import { AppError } from '../../errors.js';
 import { endSession, findSession, insertSession, keepPendingEnd, lockSession, takePendingEnd, type SessionStart } from '../../storage/sessions.js';
-import { admitProductVersion, checkCommon, fieldError, productAndVersion, registerIfNew, unprocessable, type RecordContext } from './common.js';
+import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, Refusal, registerIfNew, unprocessable, type RecordContext } from './common.js';
 
 // Sessions (SPEC.md "Session", CONTRACT.md "Sessions and exceptions"). Requests race: an end may
 // arrive before its own start; it answers 404 but is kept an hour and applied when the start comes.
@@ -49,7 +48,7 @@ async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, ses
   return { start, admitted };
 }
 
-export async function startSession(ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'accepted' }> {
+export const startSession = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'accepted' }> => {
   const sessionId = normaliseSessionId(body.session_id);
   const { start, admitted } = await judgeStart(ctx, body, sessionId);
   await ctx.db.tx(async (q) => {
@@ -60,11 +59,11 @@ export async function startSession(ctx: RecordContext, body: Record<string, unkn
     await insertSession(q, ctx.tenantId, start, ctx.receivedAt, end);
   });
   return { session_id: sessionId, status: 'accepted' };
-}
+});
 
 const CLIENT_END_REASONS = new Set(['normal', 'sdk_recovery']);
 
-export async function endSessionRequest(ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'ended' | 'already_ended' }> {
+export const endSessionRequest = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'ended' | 'already_ended' }> => {
   const sessionId = normaliseSessionId(body.session_id);
   const reason = body.end_reason ?? 'normal';
   if (reason === 'timeout') throw unprocessable('reserved_end_reason', 'end_reason "timeout" is reserved for the server', [{ field: 'end_reason', message: 'timeout is reserved' }]);
@@ -94,6 +93,6 @@ export async function endSessionRequest(ctx: RecordContext, body: Record<string,
     await keepPendingEnd(q, ctx.tenantId, sessionId, endedAt, reason, ctx.receivedAt);
     return undefined; // committed, then answered 404
   });
-  if (!outcome) throw new AppError(404, 'session_not_found', `no session ${sessionId}; the end is kept for an hour in case its start is on the way`);
+  if (!outcome) throw new Refusal(404, 'session_not_found', `no session ${sessionId}; the end is kept for an hour in case its start is on the way`);
   return outcome;
-}
+});
