@@ -1,3 +1,4 @@
+import { isStorableString } from '../domain/text.js';
 import type { Db } from '../storage/db.js';
 import { touchVersions } from '../storage/versions.js';
 import { SessionSigns, VersionTouches } from './caches.js';
@@ -47,7 +48,7 @@ export interface EventIngest {
 /** The event_id as sent, when it is a string that can be echoed: the results name each element by it. */
 function sentEventId(raw: unknown): string | null {
   const id = raw && typeof raw === 'object' ? (raw as Record<string, unknown>).event_id : undefined;
-  return typeof id === 'string' && id.isWellFormed() && !id.includes('\u0000') ? id : null;
+  return typeof id === 'string' && isStorableString(id) ? id : null;
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { parseEnvironmentHeader } from '../../domain/environment.js';
 import type { AppError } from '../../errors.js';
-import { isPlainObject } from '../../domain/record-rules.js';
+import { LIMITS, isPlainObject } from '../../domain/record-rules.js';
+import { exceedsCodePoints, isStorableString } from '../../domain/text.js';
 import { upsertEnvironments } from '../../storage/identity.js';
 import type { AppContext } from '../context.js';
 import { isIngestionPath } from './cors.js';
@@ -22,8 +23,8 @@ function pairsOf(body: unknown): { actorId: string; sessionId: string | null }[]
   for (const item of items) {
     if (!isPlainObject(item)) continue;
     const actor = item.actor_id ?? item.anonymous_actor_id;
-    if (typeof actor !== 'string' || actor.length === 0 || actor.length > 512 || !actor.isWellFormed() || actor.includes('\u0000')) continue;
-    const session = typeof item.session_id === 'string' && item.session_id.length <= 256 && item.session_id.isWellFormed() && !item.session_id.includes('\u0000') ? item.session_id.toLowerCase() : null;
+    if (typeof actor !== 'string' || actor.length === 0 || exceedsCodePoints(actor, LIMITS.actorId) || !isStorableString(actor)) continue;
+    const session = typeof item.session_id === 'string' && item.session_id.length <= 256 && isStorableString(item.session_id) ? item.session_id.toLowerCase() : null;
     pairs.push({ actorId: actor, sessionId: session });
     if (pairs.length >= MAX_PAIRS) break;
   }

@@ -1,6 +1,6 @@
 import type { FieldError } from '../../errors.js';
-import { isStorableString } from '../../domain/text.js';
-import { checkContextId, checkProperties, findHostileContent, isPlainObject, productOf, productVersionOf, reservedPropertyKey } from '../../domain/record-rules.js';
+import { exceedsCodePoints, isStorableString } from '../../domain/text.js';
+import { LIMITS, checkString, checkContextId, checkProperties, findHostileContent, isPlainObject, productOf, productVersionOf, reservedPropertyKey } from '../../domain/record-rules.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import { deadLetterPayload, insertDeadLetters, type RecordKind } from '../../storage/invalid-events.js';
 import { catalogForBatch, type ProductForIngest } from '../../storage/products.js';
@@ -67,6 +67,13 @@ export async function keepDeadLetter(ctx: RecordContext, kind: RecordKind, raw: 
   ]).catch((err: unknown) => log.warn({ err, kind, reason: refusal.code }, 'a refused record could not be kept as a dead letter'));
 }
 
+/** A required string field within its limit (code points), the same rule for every record kind. */
+export function requiredText(body: Record<string, unknown>, field: string, max: number): string {
+  const p = checkString(body, field, max, true);
+  if (p) throw fieldError(p.field, p.message);
+  return body[field] as string;
+}
+
 /** Hostile content, account/license ids and properties: the checks every record kind makes. */
 export function checkCommon(body: Record<string, unknown>, opts: { properties?: boolean } = {}): void {
   const hostile = findHostileContent(body, '', 0, new Set(['account_id', 'license_id']));
@@ -95,8 +102,8 @@ export function productAndVersion(body: Record<string, unknown>, versionRequired
   const version = body.product_version === null ? null : productVersionOf(body);
   if (version === null && !versionRequired) return { slug, version: null };
   if (typeof version !== 'string' || version.length === 0) throw fieldError('product_version', 'is required (or source_version)');
-  if ([...version].length > 128) throw fieldError('product_version', 'must be at most 128 characters');
-  if ([...slug].length > 256) throw fieldError('product', 'must be at most 256 characters');
+  if (exceedsCodePoints(version, LIMITS.productVersion)) throw fieldError('product_version', `must be at most ${LIMITS.productVersion} characters`);
+  if (exceedsCodePoints(slug, LIMITS.product)) throw fieldError('product', `must be at most ${LIMITS.product} characters`);
   return { slug, version };
 }
 
