@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../errors.js';
 import { isUuidText } from '../domain/text.js';
 import { billableOverage, type BillingSettings } from '../domain/billing.js';
-import { tenantBilling } from './billing.js';
+import { tenantBilling } from '../storage/billing-state.js';
 import { PERMISSIONS, type Permission } from '../domain/keys.js';
 import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
 import type { Db } from '../storage/db.js';
