@@ -9,6 +9,7 @@ import { AppError } from './errors.js';
 import type { Plans } from './domain/plans.js';
 import { LIMITS } from './domain/record-rules.js';
 import type { Db } from './storage/db.js';
+import { createEventIngest } from './ingest/pipeline.js';
 import type { App, AppContext } from './http/context.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendProblem } from './http/plugins/errors.js';
@@ -136,6 +137,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     db: deps.db,
     plans: deps.plans,
     limiter: deps.limiter ?? createRateLimiter({ redisUrl: deps.config.redisUrl, log: app.log }),
+    events: createEventIngest(deps.db, app.log),
     metrics: registerMetrics(app),
     now: deps.now ?? (() => new Date()),
     ready: { value: true },

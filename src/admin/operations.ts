@@ -1,6 +1,7 @@
 import { AppError, notFound } from '../errors.js';
+import { isUuidText } from '../domain/text.js';
 import { billableOverage, type BillingSettings } from '../domain/billing.js';
-import { tenantBilling } from './billing.js';
+import { tenantBilling } from '../storage/billing-state.js';
 import { PERMISSIONS, type Permission } from '../domain/keys.js';
 import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
 import type { Db } from '../storage/db.js';
@@ -29,7 +30,6 @@ export interface TenantView {
   usage: { period_start: string; period_end: string; events: number; allotment: number; overage: number };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantView> {
   const now = deps.now?.() ?? new Date();
@@ -56,7 +56,7 @@ export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantV
 }
 
 async function requireTenant(deps: AdminDeps, id: string): Promise<TenantRow> {
-  const t = UUID.test(id) ? await getTenant(deps.db, id) : undefined;
+  const t = isUuidText(id) ? await getTenant(deps.db, id) : undefined;
   if (!t) throw notFound('tenant_not_found', 'tenant');
   return t;
 }
@@ -113,5 +113,5 @@ export async function issueKey(deps: AdminDeps, id: string, input: { name?: stri
 
 export async function revokeKey(deps: AdminDeps, id: string, keyId: string): Promise<void> {
   await requireTenant(deps, id);
-  if (!UUID.test(keyId) || !(await revokeApiKey(deps.db, id, keyId))) throw notFound('key_not_found', 'API key');
+  if (!isUuidText(keyId) || !(await revokeApiKey(deps.db, id, keyId))) throw notFound('key_not_found', 'API key');
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.js';
 import type { Plans } from '../domain/plans.js';
+import type { EventIngest } from '../ingest/pipeline.js';
 import type { Db } from '../storage/db.js';
 import type { Metrics } from './plugins/metrics.js';
 import type { RateLimiter } from './plugins/rate-limit.js';
@@ -12,6 +13,8 @@ export interface AppContext {
   db: Db;
   plans: Plans;
   limiter: RateLimiter;
+  /** The event pipeline, with what it remembers between batches. */
+  events: EventIngest;
   metrics: Metrics;
   now: () => Date;
   /** False once shutdown has begun: readiness fails first. */

@@ -1,34 +1,19 @@
+import { isStorableString } from '../domain/text.js';
 import type { Db } from '../storage/db.js';
+import { touchVersions } from '../storage/versions.js';
+import { SessionSigns, VersionTouches } from './caches.js';
+import { Judgement, values, type Pending } from './judgement.js';
 import { checkAccountId } from './steps/check-account-id.js';
 import { checkAllowlist } from './steps/check-allowlist.js';
 import { checkLicenseId } from './steps/check-license-id.js';
 import { checkReservedKeys } from './steps/check-reserved-keys.js';
 import { checkSize } from './steps/check-size.js';
-import { checkVersion } from './steps/check-version.js';
+import { checkVersions } from './steps/check-version.js';
 import { dedupeBatch } from './steps/dedupe-batch.js';
-import { persist } from './steps/persist.js';
-import { resolveProduct } from './steps/resolve-product.js';
-import { touchVersions } from './steps/touch-versions.js';
+import { resolveProducts } from './steps/resolve-product.js';
 import { validateFields } from './steps/validate-fields.js';
-import type { BatchContext, Candidate, RejectionCode, Step } from './types.js';
-
-/**
- * The event ingestion path, in order. The order is the contract's precedence: the first step
- * that rejects an element decides its reason. Each step sees only the elements still pending.
- */
-export const EVENT_STEPS: readonly Step[] = [
-  checkSize, // event_too_large
-  validateFields, // invalid_event
-  checkReservedKeys, // reserved_property_key
-  checkAccountId, // invalid_account_id
-  checkLicenseId, // invalid_license_id
-  resolveProduct, // UNRECOGNIZED_PRODUCT
-  checkAllowlist, // ALLOWLIST_REJECTED
-  checkVersion, // UNREGISTERED_VERSION, or auto-registration
-  dedupeBatch,
-  persist,
-  touchVersions, // after the commit, not awaited by the answer
-];
+import type { RejectionCode } from './types.js';
+import { writeBatch } from './write-batch.js';
 
 export type EventResult =
   | { index: number; event_id: string | null; status: 'accepted'; duplicate?: true }
@@ -42,49 +27,88 @@ export interface BatchOutcome {
   stored: number;
 }
 
-export async function ingestEvents(
-  db: Db,
-  input: { tenantId: string; apiKeyId: string; periodStart: Date; allotment: number; receivedAt: Date; elements: unknown[] },
-  steps: readonly Step[] = EVENT_STEPS,
-): Promise<BatchOutcome> {
-  const candidates: Candidate[] = input.elements.map((raw, index) => {
-    const id = raw && typeof raw === 'object' ? (raw as Record<string, unknown>).event_id : undefined;
-    return { index, raw, sentEventId: typeof id === 'string' && id.isWellFormed() && !id.includes('\u0000') ? id : null };
-  });
-  const ctx: BatchContext = {
-    db,
-    tenantId: input.tenantId,
-    apiKeyId: input.apiKeyId,
-    receivedAt: input.receivedAt,
-    periodStart: input.periodStart,
-    allotment: input.allotment,
-    candidates,
-    products: new Map(),
-    versionStatuses: new Map(),
-    newVersions: [],
-    seenVersions: [],
-    inserted: new Set(),
-  };
+export interface BatchInput {
+  tenantId: string;
+  apiKeyId: string;
+  receivedAt: Date;
+  /** The billing period the new events count in, and the plan's allotment: reaching it stamps the tenant. */
+  periodStart: Date;
+  allotment: number;
+  elements: unknown[];
+}
 
-  for (const step of steps) {
-    const pending = candidates.filter((c) => !c.rejection);
-    if (step.kind === 'element') {
-      for (const c of pending) c.rejection = step.run(c, ctx);
-    } else if (pending.length > 0 || step.name === 'persist') {
-      await step.run(ctx, pending);
+export interface IngestLog {
+  warn(obj: object, msg: string): void;
+}
+
+export interface EventIngest {
+  ingest(input: BatchInput): Promise<BatchOutcome>;
+}
+
+/** The event_id as sent, when it is a string that can be echoed: the results name each element by it. */
+function sentEventId(raw: unknown): string | null {
+  const id = raw && typeof raw === 'object' ? (raw as Record<string, unknown>).event_id : undefined;
+  return typeof id === 'string' && isStorableString(id) ? id : null;
+}
+
+/**
+ * The event ingestion path. The steps run in the contract's precedence order, so the first step
+ * that rejects an element decides its reason; each sees only the elements still in the running,
+ * at the stage the previous step left them (parsed → resolved → admitted). Steps return verdicts
+ * and what they want done (versions to register or touch); the pipeline does it: the write is its
+ * end, and the only statement that changes anything for the batch.
+ */
+export function createEventIngest(db: Db, log: IngestLog): EventIngest {
+  const signs = new SessionSigns();
+  const touches = new VersionTouches();
+
+  async function ingest(input: BatchInput): Promise<BatchOutcome> {
+    const judged = new Judgement();
+    const all: Pending<unknown>[] = input.elements.map((value, index) => ({ index, value }));
+
+    const sized = judged.each(all, checkSize); // event_too_large
+    const parsed = judged.each(sized, validateFields); // invalid_event
+    const unreserved = judged.each(parsed, checkReservedKeys); // reserved_property_key
+    const withAccount = judged.each(unreserved, checkAccountId); // invalid_account_id
+    const withLicense = judged.each(withAccount, checkLicenseId); // invalid_license_id
+    const catalog = await resolveProducts(db, input.tenantId, values(withLicense));
+    const resolved = judged.all(withLicense, catalog.verdicts); // UNRECOGNIZED_PRODUCT
+    const allowed = judged.all(resolved, await checkAllowlist(db, values(resolved))); // ALLOWLIST_REJECTED
+    const versions = checkVersions(values(allowed), catalog.versionStatuses);
+    const admitted = judged.all(allowed, versions.verdicts); // UNREGISTERED_VERSION, or registration
+    const { unique, duplicates } = dedupeBatch(admitted);
+
+    const inserted = await writeBatch(db, signs, {
+      tenantId: input.tenantId,
+      apiKeyId: input.apiKeyId,
+      receivedAt: input.receivedAt,
+      periodStart: input.periodStart,
+      allotment: input.allotment,
+      events: unique,
+      rejected: [...judged.rejections].map(([index, rejection]) => ({ raw: input.elements[index], rejection })),
+      register: versions.register,
+    });
+
+    // After the commit, never awaited by the answer: a failure only delays last_seen.
+    const touch = touches.due(versions.seen, input.receivedAt.getTime());
+    if (touch.length > 0) {
+      void touchVersions(db, input.tenantId, touch, input.receivedAt).catch((err: unknown) => log.warn({ err }, 'moving versions\' last_seen failed; it moves with a later batch'));
     }
+    return outcome(input.elements, judged, admitted, duplicates, inserted);
   }
+  return { ingest };
+}
 
+function outcome(elements: unknown[], judged: Judgement, admitted: Pending<{ event_id: string }>[], duplicates: Set<number>, inserted: Set<string>): BatchOutcome {
+  const eventIds = new Map(admitted.map((p) => [p.index, p.value.event_id]));
   let accepted = 0;
-  const results = candidates.map((c): EventResult => {
-    if (c.rejection) {
-      return { index: c.index, event_id: c.sentEventId, status: 'rejected', reason: c.rejection.reason, message: c.rejection.message };
-    }
+  const results = elements.map((raw, index): EventResult => {
+    const event_id = sentEventId(raw);
+    const rejection = judged.rejections.get(index);
+    if (rejection) return { index, event_id, status: 'rejected', reason: rejection.reason, message: rejection.message };
     accepted++;
-    const duplicate = c.duplicateInBatch || !ctx.inserted.has(c.event!.event_id);
-    return duplicate
-      ? { index: c.index, event_id: c.sentEventId, status: 'accepted', duplicate: true }
-      : { index: c.index, event_id: c.sentEventId, status: 'accepted' };
+    const duplicate = duplicates.has(index) || !inserted.has(eventIds.get(index)!);
+    return duplicate ? { index, event_id, status: 'accepted', duplicate: true } : { index, event_id, status: 'accepted' };
   });
-  return { accepted, rejected: candidates.length - accepted, results, stored: ctx.inserted.size };
+  return { accepted, rejected: elements.length - accepted, results, stored: inserted.size };
 }

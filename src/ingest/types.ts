@@ -1,4 +1,3 @@
-import type { Queryable, Db } from '../storage/db.js';
 import type { EventRecord } from '../storage/events.js';
 import type { ProductForIngest } from '../storage/products.js';
 
@@ -18,59 +17,29 @@ export interface Rejection {
   message: string;
 }
 
-/** A step's verdict on one element: undefined lets it through. */
-export type Outcome = Rejection | undefined;
-export const reject = (reason: RejectionCode, message: string): Rejection => ({ reason, message });
+/** A step's verdict on one element: its value for the next stage, or why it stops here. */
+export type Verdict<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly rejection: Rejection };
+export const accept = <T>(value: T): Verdict<T> => ({ ok: true, value });
+export const reject = (reason: RejectionCode, message: string): Verdict<never> => ({ ok: false, rejection: { reason, message } });
 
-/** One element of the batch as it moves through the steps. */
-export interface Candidate {
-  index: number;
-  raw: unknown;
-  /** The event_id as sent, when it was a string: echoed in the results. */
-  sentEventId: string | null;
-  /** Filled by validate-fields; present on every candidate that passed it. The row as stored. */
-  event?: EventRecord;
-  /** The product as sent (slug), filled by validate-fields with `event`. */
-  productSlug?: string;
-  rejection?: Rejection;
-  /** Set by dedupe-batch on a later copy of an event_id already in this batch. */
-  duplicateInBatch?: boolean;
+// The stages an event moves through. Each step takes one stage and returns the next, so no step
+// fills in a placeholder another left empty.
+
+/** Parsed: well-formed, within every limit; the product is still only the slug that was sent. */
+export interface ParsedEvent extends Omit<EventRecord, 'product_id'> {
+  productSlug: string;
 }
 
-export interface BatchContext {
-  db: Db;
-  tenantId: string;
-  apiKeyId: string;
-  receivedAt: Date;
-  periodStart: Date;
-  /** The plan's monthly allotment: reaching it stamps the tenant (the start of a cap plan's grace). */
-  allotment: number;
-  candidates: Candidate[];
-  /** Read with the versions below, and shared with other batches (Db.catalogRead): never modified. */
-  products: ReadonlyMap<string, ProductForIngest>;
-  /** Registered versions the batch names, by versionKey: their status (read with the products). */
-  versionStatuses: ReadonlyMap<string, string>;
-  /** (product, version) pairs to auto-register in the write transaction. */
-  newVersions: { productId: string; version: string }[];
-  /** Pairs whose last_seen the persist step may move forward. */
-  seenVersions: { productId: string; version: string }[];
-  /** Filled by persist: ids that were new to the store. */
-  inserted: Set<string>;
+/** Resolved: its product is one of the tenant's, and active. */
+export interface ResolvedEvent extends ParsedEvent {
+  product: ProductForIngest;
 }
 
-/** A step that judges one element at a time, with no I/O. */
-export interface ElementStep {
-  kind: 'element';
-  name: string;
-  run(c: Candidate, ctx: BatchContext): Outcome;
-}
+/** Admitted: allowed and on an acceptable version; the row as it is stored. */
+export type AdmittedEvent = EventRecord;
 
-/** A step that needs the whole batch (one store round trip for all of it). */
-export interface BatchStep {
-  kind: 'batch';
-  name: string;
-  run(ctx: BatchContext, pending: Candidate[]): Promise<void>;
+/** A (product, version) pair a step asks the pipeline to register or touch. */
+export interface VersionRef {
+  productId: string;
+  version: string;
 }
-
-export type Step = ElementStep | BatchStep;
-export type { Queryable };

@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Db, Queryable } from './db.js';
 import { versionKey } from './versions.js';
 import { iso } from './rows.js';
+import { isUuidText } from '../domain/text.js';
 
 export interface ProductRow {
   id: string;
@@ -14,7 +15,6 @@ export interface ProductRow {
 }
 
 const COLUMNS = 'id, slug, name, status, strict_versions_enabled, created_at, updated_at';
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function toProduct(r: Record<string, unknown>): ProductRow {
   return {
@@ -40,7 +40,7 @@ export async function insertProduct(q: Queryable, tenantId: string, slug: string
 
 /** A product by its id or its slug. */
 export async function findProduct(q: Queryable, tenantId: string, idOrSlug: string): Promise<ProductRow | undefined> {
-  const rows = UUID_RE.test(idOrSlug)
+  const rows = isUuidText(idOrSlug)
     ? await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND (id = $2::uuid OR slug = $3) ORDER BY (id = $2::uuid) DESC LIMIT 1`, [tenantId, idOrSlug, idOrSlug])
     : await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND slug = $2`, [tenantId, idOrSlug]);
   return rows[0] ? toProduct(rows[0]) : undefined;

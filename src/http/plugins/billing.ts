@@ -1,10 +1,10 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { tenantBilling } from '../../admin/billing.js';
+import { tenantBilling } from '../../storage/billing-state.js';
 import { retryAfterSeconds } from '../../domain/billing.js';
 import { AppError } from '../../errors.js';
 import type { AppContext } from '../context.js';
 import { principalOf } from './auth.js';
-import { deferRefusal } from './environment.js';
+import { holdRefusal } from './held-refusal.js';
 
 const REASONS = {
   quota_exhausted: 'the monthly event allotment is exhausted and its grace period is over',
@@ -23,7 +23,7 @@ export function requireAccepting(ctx: AppContext): onRequestAsyncHookHandler {
     const { state } = await tenantBilling(ctx.db, ctx.plans, ctx.config, principalOf(request).tenant, now, false);
     if (state.state !== 'blocked') return;
     const seconds = retryAfterSeconds(state, now);
-    deferRefusal(
+    holdRefusal(
       request,
       new AppError(402, 'billing_blocked', `ingestion is blocked: ${REASONS[state.reason]}`, {
         extra: { reason: state.reason, ...(state.retryAt ? { retry_at: state.retryAt.toISOString() } : {}) },

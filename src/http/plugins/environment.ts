@@ -1,17 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import { parseEnvironmentHeader } from '../../domain/environment.js';
-import type { AppError } from '../../errors.js';
-import { isPlainObject } from '../../domain/record-rules.js';
+import { LIMITS, isPlainObject } from '../../domain/record-rules.js';
+import { exceedsCodePoints, isStorableString } from '../../domain/text.js';
 import { upsertEnvironments } from '../../storage/identity.js';
-import type { AppContext } from '../context.js';
-import { isIngestionPath } from './cors.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** A refusal (429, 402) held back until the body is read, to keep its X-Environment-Data. */
-    deferredRefusal: AppError | null;
-  }
-}
+import type { App, AppContext } from '../context.js';
+import { registerHeldRefusals } from './held-refusal.js';
 
 const MAX_PAIRS = 20;
 
@@ -22,8 +15,8 @@ function pairsOf(body: unknown): { actorId: string; sessionId: string | null }[]
   for (const item of items) {
     if (!isPlainObject(item)) continue;
     const actor = item.actor_id ?? item.anonymous_actor_id;
-    if (typeof actor !== 'string' || actor.length === 0 || actor.length > 512 || !actor.isWellFormed() || actor.includes('\u0000')) continue;
-    const session = typeof item.session_id === 'string' && item.session_id.length <= 256 && item.session_id.isWellFormed() && !item.session_id.includes('\u0000') ? item.session_id.toLowerCase() : null;
+    if (typeof actor !== 'string' || actor.length === 0 || exceedsCodePoints(actor, LIMITS.actorId) || !isStorableString(actor)) continue;
+    const session = typeof item.session_id === 'string' && item.session_id.length <= 256 && isStorableString(item.session_id) ? item.session_id.toLowerCase() : null;
     pairs.push({ actorId: actor, sessionId: session });
     if (pairs.length >= MAX_PAIRS) break;
   }
@@ -40,21 +33,7 @@ export async function keepEnvironment(ctx: AppContext, request: FastifyRequest):
   );
 }
 
-/**
- * Clients send X-Environment-Data only once and mark it sent whatever the answer, so a refused
- * request (429, 402) that carries it is let through to the body, the environment kept, and then
- * refused. Requests without the header are refused before their body is read.
- */
-export function deferRefusal(request: FastifyRequest, refusal: AppError): void {
-  if (!request.headers['x-environment-data']) throw refusal;
-  request.deferredRefusal = refusal;
-}
-
-export function registerEnvironment(app: import('../context.js').App, ctx: AppContext): void {
-  app.decorateRequest('deferredRefusal', null);
-  app.addHook('preValidation', async (request) => {
-    if (!request.deferredRefusal || !isIngestionPath(request.routeOptions.url)) return;
-    await keepEnvironment(ctx, request);
-    throw request.deferredRefusal;
-  });
+/** X-Environment-Data is kept for every ingestion request, refused ones included (held-refusal.ts). */
+export function registerEnvironment(app: App, ctx: AppContext): void {
+  registerHeldRefusals(app, (request) => keepEnvironment(ctx, request));
 }

@@ -60,8 +60,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (err.validation) {
       const errors = fieldErrors(err);
-      const status = (request.routeOptions.config as { validationStatus?: number }).validationStatus ?? 400;
-      return sendProblem(reply, status, 'validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
+      return sendProblem(reply, 400, 'validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
     }
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -4,7 +4,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import { AppError } from '../../errors.js';
 import type { Plans } from '../../domain/plans.js';
 import { principalOf } from './auth.js';
-import { deferRefusal } from './environment.js';
+import { holdRefusal } from './held-refusal.js';
 
 // Requests per minute per tenant on POST /v1/events (rate-limiter-flexible: fixed one-minute
 // windows from a key's first request). With REDIS_URL the windows live in Redis and hold across
@@ -72,7 +72,7 @@ export function rateLimitEvents(limiter: RateLimiter, plans: Plans): onRequestAs
     const limit = plans[tenant.plan].requests_per_minute;
     const verdict = await limiter.hit(tenant.id, limit);
     if (!verdict.allowed) {
-      deferRefusal(
+      holdRefusal(
         request,
         new AppError(429, 'rate_limited', `more than ${limit} requests per minute to POST /v1/events; retry after ${verdict.retryAfterSeconds} s`, {
           headers: { 'retry-after': String(verdict.retryAfterSeconds) },

@@ -2,7 +2,6 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../errors.js';
 import { billingPeriod } from '../../domain/billing-period.js';
 import { LIMITS } from '../../domain/record-rules.js';
-import { ingestEvents } from '../../ingest/pipeline.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { rateLimitEvents } from '../plugins/rate-limit.js';
@@ -49,7 +48,7 @@ export function eventRoutes(app: App, ctx: AppContext): void {
     async (request, reply) => {
       const { tenant, keyId } = principalOf(request);
       const receivedAt = ctx.now();
-      const outcome = await ingestEvents(ctx.db, {
+      const outcome = await ctx.events.ingest({
         tenantId: tenant.id,
         apiKeyId: keyId,
         receivedAt,

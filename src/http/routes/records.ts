@@ -3,7 +3,7 @@ import type { TSchema } from 'typebox';
 import { AppError } from '../../errors.js';
 import { isPlainObject } from '../../domain/record-rules.js';
 import type { RecordKind } from '../../storage/invalid-events.js';
-import { keepDeadLetter, unprocessable, type RecordContext } from '../../ingest/records/common.js';
+import { judged, keepDeadLetter, unprocessable, type RecordContext, type RecordHandler } from '../../ingest/records/common.js';
 import { recordException } from '../../ingest/records/exceptions.js';
 import { identify } from '../../ingest/records/identify.js';
 import { endSessionRequest, startSession } from '../../ingest/records/sessions.js';
@@ -16,14 +16,23 @@ import { problems } from '../schemas/common.js';
 import { Accepted, ExceptionAccepted, ExceptionBody, IdentifyBody, SessionAccepted, SessionEnd, SessionEnded, SessionStart } from '../schemas/records.js';
 import { refuseEncodedBody } from './events.js';
 
-type Handler = (ctx: RecordContext, body: Record<string, unknown>) => Promise<object>;
+
+/** The body's shape as the route schema judged it: a refusal of the record like any other. */
+const shapeChecked = (request: FastifyRequest) =>
+  judged(async (_ctx, body) => {
+    if (!isPlainObject(body)) throw unprocessable('validation_error', 'the body must be a JSON object', [{ field: 'body', message: 'must be an object' }]);
+    if (request.validationError) {
+      const errors = fieldErrors(request.validationError as Parameters<typeof fieldErrors>[0]);
+      throw unprocessable('validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors);
+    }
+  });
 
 /**
- * One route per single-record kind. Any refusal of the record is 422 problem+json and is kept in
- * the Invalid Events list with its kind; schema (type) failures included, so validation is
- * attached to the request rather than thrown before the handler.
+ * One route per single-record kind. The record's verdict is the answer; a refusal is problem+json,
+ * and every 422 is kept in the Invalid Events list with its kind, schema (type) failures included,
+ * so validation is attached to the request rather than thrown before the handler.
  */
-function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, spec: { summary: string; body: TSchema; ok: TSchema; errors: number[] }, handler: Handler): void {
+function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, spec: { summary: string; body: TSchema; ok: TSchema; errors: number[] }, handler: RecordHandler<object>): void {
   app.post(
     path,
     {
@@ -35,19 +44,14 @@ function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, 
     async (request: FastifyRequest) => {
       const { tenant, keyId } = principalOf(request);
       const rctx: RecordContext = { db: ctx.db, tenantId: tenant.id, apiKeyId: keyId, receivedAt: ctx.now() };
-      const body = request.body;
+      const body = request.body as Record<string, unknown>;
       await keepEnvironment(ctx, request);
-      try {
-        if (!isPlainObject(body)) throw unprocessable('validation_error', 'the body must be a JSON object', [{ field: 'body', message: 'must be an object' }]);
-        if (request.validationError) {
-          const errors = fieldErrors(request.validationError as Parameters<typeof fieldErrors>[0]);
-          throw unprocessable('validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors);
-        }
-        return await handler(rctx, body);
-      } catch (err) {
-        if (err instanceof AppError && err.status === 422) await keepDeadLetter(rctx, kind, body, err);
-        throw err;
-      }
+      const shape = await shapeChecked(request)(rctx, body);
+      const verdict = shape.ok ? await handler(rctx, body) : shape;
+      if (verdict.ok) return verdict.value;
+      const { refusal } = verdict;
+      if (refusal.status === 422) await keepDeadLetter(rctx, kind, body, refusal, request.log);
+      throw new AppError(refusal.status, refusal.code, refusal.message, refusal.errors ? { errors: refusal.errors } : {});
     },
   );
 }

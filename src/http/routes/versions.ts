@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { AppError, notFound, validationError } from '../../errors.js';
-import { isStorableString } from '../../domain/text.js';
+import { isStorableString, isUuidText } from '../../domain/text.js';
 import { pickLatest } from '../../domain/version-selector.js';
 import { findProduct } from '../../storage/products.js';
 import { encodeCursor } from '../../storage/rows.js';
@@ -31,7 +31,6 @@ const PatchVersion = Type.Object({
   status: Type.Optional(Type.Enum(['active', 'archived'])),
 });
 const VersionParams = Type.Object({ productId: Type.String({ maxLength: 256 }), versionId: Type.String({ maxLength: 64 }) });
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const withSlug = (v: VersionRow, slug: string) => {
   const { product_id: _p, ...rest } = v;
@@ -125,7 +124,7 @@ export function versionRoutes(app: App, ctx: AppContext): void {
       const { tenant } = principalOf(request);
       const product = await requireProduct(ctx.db, tenant.id, request.params.productId);
       const versionId = request.params.versionId;
-      const found = UUID.test(versionId) ? await findVersion(ctx.db, tenant.id, product.id, versionId) : undefined;
+      const found = isUuidText(versionId) ? await findVersion(ctx.db, tenant.id, product.id, versionId) : undefined;
       if (!found) throw notFound('version_not_found', 'version');
       const updated = await updateVersion(ctx.db, tenant.id, product.id, versionId, request.body);
       return withSlug(updated ?? found, product.slug);

@@ -1,12 +1,15 @@
-import { AppError, type FieldError } from '../../errors.js';
-import { checkContextId, checkProperties, findHostileContent, isPlainObject, productOf, productVersionOf, reservedPropertyKey } from '../../domain/record-rules.js';
+import type { FieldError } from '../../errors.js';
+import { exceedsCodePoints, isStorableString } from '../../domain/text.js';
+import { LIMITS, checkString, checkContextId, checkProperties, findHostileContent, isPlainObject, productOf, productVersionOf, reservedPropertyKey } from '../../domain/record-rules.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import { deadLetterPayload, insertDeadLetters, type RecordKind } from '../../storage/invalid-events.js';
 import { catalogForBatch, type ProductForIngest } from '../../storage/products.js';
 import { autoRegisterVersions, versionKey } from '../../storage/versions.js';
 
-// What sessions, exceptions and identify share: one record per request, judged whole, 422 on
-// any failure (SPEC.md), every 422 kept as a dead letter with its kind.
+// What sessions, exceptions and identify share: one record per request, judged whole. A record
+// function returns a verdict: its answer, or a refusal (422 for any rule the record breaks,
+// SPEC.md; 404 or 409 where the contract names them). The route turns a refusal into problem+json
+// and keeps every 422 as a dead letter with its kind, in one place (src/http/routes/records.ts).
 
 export interface RecordContext {
   db: Db;
@@ -15,25 +18,60 @@ export interface RecordContext {
   receivedAt: Date;
 }
 
-/** A 422 for a single record: problem+json with the code and, for validation, the fields. */
-export function unprocessable(code: string, message: string, errors?: FieldError[]): AppError {
-  return new AppError(422, code, message, errors ? { errors } : {});
+/**
+ * Why a record is not taken. Thrown by the checks below and caught only by `judged`, which turns
+ * it into the record's verdict: a thrown refusal inside a transaction also rolls it back.
+ */
+export class Refusal extends Error {
+  constructor(
+    readonly status: 404 | 409 | 422,
+    readonly code: string,
+    message: string,
+    readonly errors?: FieldError[],
+  ) {
+    super(message);
+  }
 }
+
+export type RecordVerdict<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
+export type RecordHandler<T> = (ctx: RecordContext, body: Record<string, unknown>) => Promise<RecordVerdict<T>>;
+
+/** A record function whose refusals come back as its verdict; any other error is the service's and propagates. */
+export function judged<T>(fn: (ctx: RecordContext, body: Record<string, unknown>) => Promise<T>): RecordHandler<T> {
+  return async (ctx, body) => {
+    try {
+      return { ok: true, value: await fn(ctx, body) };
+    } catch (err) {
+      if (err instanceof Refusal) return { ok: false, refusal: err };
+      throw err;
+    }
+  };
+}
+
+/** A 422 for a single record: the code and, for validation, the fields. */
+export const unprocessable = (code: string, message: string, errors?: FieldError[]): Refusal => new Refusal(422, code, message, errors);
 
 export const fieldError = (field: string, message: string) => unprocessable('validation_error', `${field}: ${message}`, [{ field, message }]);
 
-/** Stores a refused record in the Invalid Events list; never fails the request it explains. */
-export async function keepDeadLetter(ctx: RecordContext, kind: RecordKind, raw: unknown, err: AppError): Promise<void> {
+/** Stores a refused record in the Invalid Events list; never fails the request it explains, but says so in the log. */
+export async function keepDeadLetter(ctx: RecordContext, kind: RecordKind, raw: unknown, refusal: Refusal, log: { warn(obj: object, msg: string): void }): Promise<void> {
   const product = isPlainObject(raw) ? productOf(raw) : undefined;
   await insertDeadLetters(ctx.db, ctx.tenantId, ctx.apiKeyId, ctx.receivedAt, [
     {
       kind,
-      reason: err.code,
-      message: err.message,
-      product: typeof product === 'string' && product.isWellFormed() && !product.includes('\u0000') ? product : null,
+      reason: refusal.code,
+      message: refusal.message,
+      product: typeof product === 'string' && isStorableString(product) ? product : null,
       payload: deadLetterPayload(raw),
     },
-  ]).catch(() => {});
+  ]).catch((err: unknown) => log.warn({ err, kind, reason: refusal.code }, 'a refused record could not be kept as a dead letter'));
+}
+
+/** A required string field within its limit (code points), the same rule for every record kind. */
+export function requiredText(body: Record<string, unknown>, field: string, max: number): string {
+  const p = checkString(body, field, max, true);
+  if (p) throw fieldError(p.field, p.message);
+  return body[field] as string;
 }
 
 /** Hostile content, account/license ids and properties: the checks every record kind makes. */
@@ -64,8 +102,8 @@ export function productAndVersion(body: Record<string, unknown>, versionRequired
   const version = body.product_version === null ? null : productVersionOf(body);
   if (version === null && !versionRequired) return { slug, version: null };
   if (typeof version !== 'string' || version.length === 0) throw fieldError('product_version', 'is required (or source_version)');
-  if ([...version].length > 128) throw fieldError('product_version', 'must be at most 128 characters');
-  if ([...slug].length > 256) throw fieldError('product', 'must be at most 256 characters');
+  if (exceedsCodePoints(version, LIMITS.productVersion)) throw fieldError('product_version', `must be at most ${LIMITS.productVersion} characters`);
+  if (exceedsCodePoints(slug, LIMITS.product)) throw fieldError('product', `must be at most ${LIMITS.product} characters`);
   return { slug, version };
 }
 

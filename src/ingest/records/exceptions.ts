@@ -3,7 +3,7 @@ import { scrubText, scrubValue, wellFormedDeep } from '../../domain/scrub.js';
 import { LIMITS } from '../../domain/record-rules.js';
 import { isRfc3339, isStorableString, isUuid, truncateCodePoints } from '../../domain/text.js';
 import { insertException } from '../../storage/exceptions.js';
-import { admitProductVersion, checkCommon, fieldError, productAndVersion, registerIfNew, type RecordContext } from './common.js';
+import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, registerIfNew, requiredText, type RecordContext } from './common.js';
 
 // Exceptions (SPEC.md "Exception"): message and stack_trace are truncated, never rejected for
 // length; breadcrumbs are any non-null JSON; an invalid session_id is dropped silently and an
@@ -13,14 +13,6 @@ import { admitProductVersion, checkCommon, fieldError, productAndVersion, regist
 
 const TYPE_LIMIT = 1024;
 const ID_LIMIT = 256;
-
-function requiredString(body: Record<string, unknown>, field: string, max: number): string {
-  const v = body[field];
-  if (v === undefined || v === null || v === '') throw fieldError(field, 'is required');
-  if (typeof v !== 'string') throw fieldError(field, 'must be a string');
-  if ([...v].length > max) throw fieldError(field, `must be at most ${max} characters`);
-  return v;
-}
 
 function optionalText(body: Record<string, unknown>, field: string, max: number): string | null {
   const v = body[field];
@@ -35,16 +27,16 @@ function scrubbedText(body: Record<string, unknown>, field: string, max: number)
   return text === null ? null : truncateCodePoints(scrubText(text), max);
 }
 
-export async function recordException(ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> {
+export const recordException = judged(async (ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> => {
   const body = raw.breadcrumbs === undefined ? raw : { ...raw, breadcrumbs: wellFormedDeep(raw.breadcrumbs, LIMITS.depth + 1) };
   checkCommon(body);
-  const exceptionId = requiredString(body, 'exception_id', ID_LIMIT);
-  const exceptionType = requiredString(body, 'exception_type', TYPE_LIMIT);
+  const exceptionId = requiredText(body, 'exception_id', ID_LIMIT);
+  const exceptionType = requiredText(body, 'exception_type', TYPE_LIMIT);
   const severity = body.severity;
   if (severity !== 'fatal' && severity !== 'non_fatal') throw fieldError('severity', 'must be fatal or non_fatal');
   const occurredAt = body.occurred_at;
   if (!isRfc3339(occurredAt)) throw fieldError('occurred_at', occurredAt === undefined ? 'is required' : 'must be an RFC 3339 date-time with Z or an offset');
-  const actorId = requiredString(body, 'actor_id', LIMITS.actorId);
+  const actorId = requiredText(body, 'actor_id', LIMITS.actorId);
   const { slug, version } = productAndVersion(body);
   const message = scrubbedText(body, 'message', LIMITS.message);
   const stackTrace = scrubbedText(body, 'stack_trace', LIMITS.stackTrace);
@@ -78,4 +70,4 @@ export async function recordException(ctx: RecordContext, raw: Record<string, un
     );
   });
   return { exception_id: exceptionId, status: 'accepted', fingerprint: fp };
-}
+});

@@ -1,24 +1,16 @@
 import { LIMITS } from '../../domain/record-rules.js';
 import { isRfc3339 } from '../../domain/text.js';
-import { AppError } from '../../errors.js';
 import { linkActor } from '../../storage/identity.js';
-import { admitProductVersion, checkCommon, fieldError, productAndVersion, registerIfNew, type RecordContext } from './common.js';
+import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, Refusal, registerIfNew, requiredText, type RecordContext } from './common.js';
 
 // identify (CONTRACT.md): links a device's anonymous actor id to a user id, once. The same link
 // again is accepted; a different user for the same anonymous id is 409 actor_already_linked.
 // product_version may be null, and strict mode lets a null version through.
 
-function actor(body: Record<string, unknown>, field: string): string {
-  const v = body[field];
-  if (typeof v !== 'string' || v.length === 0) throw fieldError(field, 'is required');
-  if ([...v].length > LIMITS.actorId) throw fieldError(field, `must be at most ${LIMITS.actorId} characters`);
-  return v;
-}
-
-export async function identify(ctx: RecordContext, body: Record<string, unknown>): Promise<{ status: 'accepted' }> {
+export const identify = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ status: 'accepted' }> => {
   checkCommon(body);
-  const anonymous = actor(body, 'anonymous_actor_id');
-  const identified = actor(body, 'identified_actor_id');
+  const anonymous = requiredText(body, 'anonymous_actor_id', LIMITS.actorId);
+  const identified = requiredText(body, 'identified_actor_id', LIMITS.actorId);
   const at = body.identified_at ?? ctx.receivedAt.toISOString();
   if (!isRfc3339(at)) throw fieldError('identified_at', 'must be an RFC 3339 date-time with Z or an offset');
   const { slug, version } = productAndVersion(body, false);
@@ -28,7 +20,7 @@ export async function identify(ctx: RecordContext, body: Record<string, unknown>
     return linkActor(q, ctx.tenantId, { anonymous, identified, identifiedAt: at, productId: admitted.product.id, productVersion: version }, ctx.receivedAt);
   });
   if (linkedTo !== identified) {
-    throw new AppError(409, 'actor_already_linked', `anonymous actor "${anonymous}" is already linked to another user`);
+    throw new Refusal(409, 'actor_already_linked', `anonymous actor "${anonymous}" is already linked to another user`);
   }
   return { status: 'accepted' };
-}
+});

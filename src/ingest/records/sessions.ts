@@ -1,19 +1,16 @@
-import { isRfc3339, isStorableString } from '../../domain/text.js';
+import { isRfc3339, isStorableString, isUuidText } from '../../domain/text.js';
 import { LIMITS } from '../../domain/record-rules.js';
-import { AppError } from '../../errors.js';
 import { endSession, findSession, insertSession, keepPendingEnd, lockSession, takePendingEnd, type SessionStart } from '../../storage/sessions.js';
-import { admitProductVersion, checkCommon, fieldError, productAndVersion, registerIfNew, unprocessable, type RecordContext } from './common.js';
+import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, Refusal, registerIfNew, requiredText, unprocessable, type RecordContext } from './common.js';
 
 // Sessions (SPEC.md "Session", CONTRACT.md "Sessions and exceptions"). Requests race: an end may
 // arrive before its own start; it answers 404 but is kept an hour and applied when the start comes.
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Session ids are the client's identifiers; UUIDs are compared in lowercase. */
 export function normaliseSessionId(v: unknown): string {
   if (typeof v !== 'string' || v.length === 0) throw fieldError('session_id', 'is required');
   if (v.length > 256 || !isStorableString(v)) throw fieldError('session_id', 'must be at most 256 characters, with no NUL or lone surrogate');
-  return UUID.test(v) ? v.toLowerCase() : v;
+  return isUuidText(v) ? v.toLowerCase() : v;
 }
 
 function timestamp(body: Record<string, unknown>, field: string): string {
@@ -23,12 +20,6 @@ function timestamp(body: Record<string, unknown>, field: string): string {
   return v;
 }
 
-function actorId(body: Record<string, unknown>): string {
-  const v = body.actor_id;
-  if (typeof v !== 'string' || v.length === 0) throw fieldError('actor_id', 'is required');
-  if ([...v].length > LIMITS.actorId) throw fieldError('actor_id', `must be at most ${LIMITS.actorId} characters`);
-  return v;
-}
 
 /** Validates a start (or a recovery's start context) and admits its product and version. */
 async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, sessionId: string) {
@@ -38,7 +29,7 @@ async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, ses
     session_id: sessionId,
     product_id: '',
     product_version: version!,
-    actor_id: actorId(body),
+    actor_id: requiredText(body, 'actor_id', LIMITS.actorId),
     account_id: (body.account_id as string | undefined) ?? null,
     license_id: (body.license_id as string | undefined) ?? null,
     properties: (body.properties as Record<string, unknown> | undefined) ?? null,
@@ -49,7 +40,7 @@ async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, ses
   return { start, admitted };
 }
 
-export async function startSession(ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'accepted' }> {
+export const startSession = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'accepted' }> => {
   const sessionId = normaliseSessionId(body.session_id);
   const { start, admitted } = await judgeStart(ctx, body, sessionId);
   await ctx.db.tx(async (q) => {
@@ -60,11 +51,11 @@ export async function startSession(ctx: RecordContext, body: Record<string, unkn
     await insertSession(q, ctx.tenantId, start, ctx.receivedAt, end);
   });
   return { session_id: sessionId, status: 'accepted' };
-}
+});
 
 const CLIENT_END_REASONS = new Set(['normal', 'sdk_recovery']);
 
-export async function endSessionRequest(ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'ended' | 'already_ended' }> {
+export const endSessionRequest = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'ended' | 'already_ended' }> => {
   const sessionId = normaliseSessionId(body.session_id);
   const reason = body.end_reason ?? 'normal';
   if (reason === 'timeout') throw unprocessable('reserved_end_reason', 'end_reason "timeout" is reserved for the server', [{ field: 'end_reason', message: 'timeout is reserved' }]);
@@ -94,6 +85,6 @@ export async function endSessionRequest(ctx: RecordContext, body: Record<string,
     await keepPendingEnd(q, ctx.tenantId, sessionId, endedAt, reason, ctx.receivedAt);
     return undefined; // committed, then answered 404
   });
-  if (!outcome) throw new AppError(404, 'session_not_found', `no session ${sessionId}; the end is kept for an hour in case its start is on the way`);
+  if (!outcome) throw new Refusal(404, 'session_not_found', `no session ${sessionId}; the end is kept for an hour in case its start is on the way`);
   return outcome;
-}
+});

@@ -1,11 +1,8 @@
 import { checkContextId } from '../../domain/record-rules.js';
-import { reject, type ElementStep } from '../types.js';
+import { accept, reject, type ParsedEvent, type Verdict } from '../types.js';
 
-export const checkAccountId: ElementStep = {
-  kind: 'element',
-  name: 'check-account-id',
-  run(c) {
-    const p = checkContextId(c.event?.account_id, 'account_id');
-    return p ? reject('invalid_account_id', `${p.field}: ${p.message}`) : undefined;
-  },
-};
+/** invalid_account_id: empty, blank, over 256 characters or with control characters. */
+export function checkAccountId(e: ParsedEvent): Verdict<ParsedEvent> {
+  const p = checkContextId(e.account_id, 'account_id');
+  return p ? reject('invalid_account_id', `${p.field}: ${p.message}`) : accept(e);
+}

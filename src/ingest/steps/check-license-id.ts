@@ -1,11 +1,8 @@
 import { checkContextId } from '../../domain/record-rules.js';
-import { reject, type ElementStep } from '../types.js';
+import { accept, reject, type ParsedEvent, type Verdict } from '../types.js';
 
-export const checkLicenseId: ElementStep = {
-  kind: 'element',
-  name: 'check-license-id',
-  run(c) {
-    const p = checkContextId(c.event?.license_id, 'license_id');
-    return p ? reject('invalid_license_id', `${p.field}: ${p.message}`) : undefined;
-  },
-};
+/** invalid_license_id: empty, blank, over 256 characters or with control characters. */
+export function checkLicenseId(e: ParsedEvent): Verdict<ParsedEvent> {
+  const p = checkContextId(e.license_id, 'license_id');
+  return p ? reject('invalid_license_id', `${p.field}: ${p.message}`) : accept(e);
+}

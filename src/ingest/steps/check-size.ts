@@ -1,5 +1,5 @@
 import { LIMITS } from '../../domain/record-rules.js';
-import { reject, type ElementStep } from '../types.js';
+import { accept, reject, type Verdict } from '../types.js';
 
 // Serialising every element just to measure it costs more than parsing the body, so we bound
 // its UTF-8 JSON size from below and above in one walk, and serialise only when the bounds
@@ -63,13 +63,7 @@ export function serialisedSize(v: unknown): number {
   }
 }
 
-export const checkSize: ElementStep = {
-  kind: 'element',
-  name: 'check-size',
-  run(c) {
-    const size = serialisedSize(c.raw);
-    return size > LIMITS.eventBytes
-      ? reject('event_too_large', `the serialised event is over ${LIMITS.eventBytes} bytes`)
-      : undefined;
-  },
-};
+/** event_too_large: the element re-serialised as UTF-8 JSON is over 4 KB. */
+export function checkSize(raw: unknown): Verdict<unknown> {
+  return serialisedSize(raw) > LIMITS.eventBytes ? reject('event_too_large', `the serialised event is over ${LIMITS.eventBytes} bytes`) : accept(raw);
+}

@@ -9,7 +9,7 @@ import {
   type Problem,
 } from '../../domain/record-rules.js';
 import { isRfc3339, isUuid } from '../../domain/text.js';
-import { reject, type ElementStep } from '../types.js';
+import { accept, reject, type ParsedEvent, type Verdict } from '../types.js';
 
 const OWN_RULES = new Set(['account_id', 'license_id']);
 
@@ -48,36 +48,29 @@ function hasKeys(o: object): boolean {
 }
 
 /** Required fields, types, lengths, flat properties, and nothing hostile: else invalid_event naming the field. */
-export const validateFields: ElementStep = {
-  kind: 'element',
-  name: 'validate-fields',
-  run(c) {
-    const e = c.raw;
-    if (!isPlainObject(e)) return reject('invalid_event', 'each element must be a JSON object');
-    const problem = firstProblem(e);
-    if (problem) return reject('invalid_event', `${problem.field}: ${problem.message}`);
-    const props = e.properties as Record<string, string | number | boolean> | null | undefined;
-    c.productSlug = productOf(e) as string;
-    c.event = {
-      event_id: (e.event_id as string).toLowerCase(),
-      product_id: '',
-      product_version: productVersionOf(e) as string,
-      category: e.category as string,
-      name: e.name as string,
-      occurred_at: e.timestamp as string,
-      actor_id: e.actor_id as string,
-      session_id: (e.session_id as string | undefined)?.toLowerCase() ?? null,
-      account_id: (e.account_id as string | undefined) ?? null,
-      license_id: (e.license_id as string | undefined) ?? null,
-      properties: props && hasKeys(props) ? props : null,
-      // Recorded as sent, never validated; a non-string is kept as its JSON text.
-      schema_version:
-        e.schema_version === undefined || e.schema_version === null
-          ? null
-          : typeof e.schema_version === 'string'
-            ? e.schema_version
-            : JSON.stringify(e.schema_version),
-    };
-    return undefined;
-  },
-};
+export function validateFields(e: unknown): Verdict<ParsedEvent> {
+  if (!isPlainObject(e)) return reject('invalid_event', 'each element must be a JSON object');
+  const problem = firstProblem(e);
+  if (problem) return reject('invalid_event', `${problem.field}: ${problem.message}`);
+  const props = e.properties as Record<string, string | number | boolean> | null | undefined;
+  return accept({
+    event_id: (e.event_id as string).toLowerCase(),
+    productSlug: productOf(e) as string,
+    product_version: productVersionOf(e) as string,
+    category: e.category as string,
+    name: e.name as string,
+    occurred_at: e.timestamp as string,
+    actor_id: e.actor_id as string,
+    session_id: (e.session_id as string | undefined)?.toLowerCase() ?? null,
+    account_id: (e.account_id as string | undefined) ?? null,
+    license_id: (e.license_id as string | undefined) ?? null,
+    properties: props && hasKeys(props) ? props : null,
+    // Recorded as sent, never validated; a non-string is kept as its JSON text.
+    schema_version:
+      e.schema_version === undefined || e.schema_version === null
+        ? null
+        : typeof e.schema_version === 'string'
+          ? e.schema_version
+          : JSON.stringify(e.schema_version),
+  });
+}

@@ -1,9 +1,9 @@
 import { billingPeriod } from '../domain/billing-period.js';
 import { billingState, type BillingSettings, type BillingState } from '../domain/billing.js';
 import type { Plans } from '../domain/plans.js';
-import type { Queryable } from '../storage/db.js';
-import type { TenantRow } from '../storage/tenants.js';
-import { getUsage } from '../storage/usage.js';
+import type { Queryable } from './db.js';
+import type { TenantRow } from './tenants.js';
+import { getUsage } from './usage.js';
 
 export interface TenantBilling {
   state: BillingState;
