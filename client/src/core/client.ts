@@ -9,7 +9,7 @@ import { Identity } from './identity.js';
 import { DurableQueue } from './queue.js';
 import { Sessions } from './session.js';
 import { TallyScope } from './scope.js';
-import type { Breadcrumb, CallContext, CaptureOptions, ExceptionBody, FlushResult, IdentifyOptions, PageOptions, Properties, QueueStorage,TallyIssue, TallyOptions, TallyStats, Traits, TrackOptions, WireEvent } from './types.js';
+import type { Breadcrumb, CallContext, CaptureOptions, ExceptionBody, FlushResult, IdentifyOptions, PageOptions, Properties, QueueStorage, TallyIssue, TallyOptions, TallyStats, Traits, TrackOptions, WireEvent } from './types.js';
 import { uuidv7 } from './uuid.js';
 import { checkContextId, checkProperties, checkText, LIMITS, truncate, utf8Length } from './validate.js';
 
