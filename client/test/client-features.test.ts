@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rollupJob } from '../../src/jobs/rollups.js';
 import { startJobs } from '../../src/jobs/runner.js';
-import { createClient, type TallyIssue, type TallyOptions, type WireEvent } from '../src/node.js';
+import { createClient, type NodeOptions, type TallyIssue, type WireEvent } from '../src/node.js';
 import { recordingFetch, rows, sessions, startServer, storedEventIds, tenant, type RunningServer } from './helpers/server.js';
 
 let server: RunningServer;
@@ -22,7 +22,7 @@ const tempDir = () => {
   return d;
 };
 
-function options(apiKey: string, extra: Partial<TallyOptions> = {}): TallyOptions {
+function options(apiKey: string, extra: Partial<NodeOptions> = {}): NodeOptions {
   return { apiKey, endpoint: server.url, product: 'app', productVersion: '1.0.0', storage: 'memory', handleExit: false, captureUncaught: false, logger: false, ...extra };
 }
 
@@ -248,7 +248,7 @@ describe('client: user data, consent and filters', () => {
         beforeSend: (e: WireEvent) => {
           if (e.name === 'secret') return null;
           if (e.name === 'boom') throw new Error('scrubber bug');
-          if (e.name === 'nested') return { ...e, properties: { a: { b: 1 } as never } };
+          if (e.name === 'nested') return { ...e, properties: { a: { b: 1 } } } as unknown as WireEvent;
           return { ...e, properties: { ...e.properties, email: '[redacted]' } };
         },
       }),
