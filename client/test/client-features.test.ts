@@ -95,10 +95,10 @@ describe('client: server-side mode', () => {
     client.captureException(new Error('background job failed'));
     bob.captureException(new Error('request failed'));
     await client.flush();
-    const xs = await rows<{ actor_id: string; account_id: string | null }>(server.t.db, 'SELECT actor_id, account_id FROM exceptions WHERE tenant_id = $1 ORDER BY actor_id', [tn.id]);
+    const xs = await rows<{ actor_id: string; account_id: string | null; breadcrumbs: unknown }>(server.t.db, 'SELECT actor_id, account_id, breadcrumbs FROM exceptions WHERE tenant_id = $1 ORDER BY actor_id', [tn.id]);
     assert.deepEqual(xs, [
-      { actor_id: 'server', account_id: null },
-      { actor_id: 'user-b', account_id: 'globex' },
+      { actor_id: 'server', account_id: null, breadcrumbs: null },
+      { actor_id: 'user-b', account_id: 'globex', breadcrumbs: null }, // no other user's calls in it
     ]);
     await client.shutdown();
   });

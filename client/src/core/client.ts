@@ -545,6 +545,8 @@ export class TallyClient {
   }
 
   private crumb(type: Breadcrumb['type'], message: string, data?: Record<string, string | number | boolean>): void {
+    // Server mode: one ring for the process would put other users' calls in an exception.
+    if (!this.identity) return;
     this.crumbs.add({ at: iso(Date.now()), type, message: storable(message).slice(0, 200), ...(data ? { data } : {}) });
   }
 
