@@ -134,11 +134,12 @@ describe('client in a browser: page views, errors, consent and filters (headless
       return { out, refused, id, queued: client.stats().queued };
     })()`)) as { out: boolean; refused: null; id: string; queued: number };
     assert.deepEqual({ ...second, id: typeof second.id }, { out: true, refused: null, id: 'string', queued: 0 });
-    assert.deepEqual(await storedEventIds(api.t.db, tn.id), [second.id]);
+    const names = await rows<{ name: string }>(api.t.db, 'SELECT name FROM events WHERE tenant_id = $1 ORDER BY event_id', [tn.id]);
+    assert.deepEqual(await storedEventIds(api.t.db, tn.id), [second.id], JSON.stringify(names));
     await page.close();
   });
 
-  it('register, timestamp, beforeSend, sampleRate, scope() and debug logging to the console; disabled sends nothing', async () => {
+  it('register/unregister, timestamp, identify with traits, beforeSend, sampleRate, scope() and debug logging to the console; disabled sends nothing', async () => {
     const tn = await tenant(api);
     const page = await openPage();
     const logs: string[] = [];
@@ -171,14 +172,17 @@ describe('client in a browser: page views, errors, consent and filters (headless
           // A Function, not an arrow: tsx would wrap a named arrow in a helper the page does not have.
           beforeSend: new Function('e', "return e.name === 'drop-me' ? null : { ...e, properties: { ...e.properties, scrubbed: true } }"),
         });
-        tally.register({ build: 'b7' });
+        tally.register({ build: 'b7', temporary: true });
+        tally.unregister('temporary');
         const a1 = tally.track('ui', 'kept', { n: 1 }, { timestamp: '2026-01-02T03:04:05Z' });
         const dropped = tally.track('ui', 'drop-me') ?? null;
         const other = client.scope({ actorId: 'support-agent', accountId: 'acme' }).track('ui', 'on-behalf');
+        const anonymous = client.actorId;
+        tally.identify('browser-user', { plan: 'pro', seats: 2 });
         await client.flush();
         const sampled = tally.createClient({ apiKey: a.apiKey, endpoint: a.endpoint, product: 'app', productVersion: '2.0.0', sampleRate: 0, storage: 'memory', autoSession: false });
         const none = sampled.track('ui', 'sampled-out') ?? null;
-        return { a1, dropped, other, none, actor: client.actorId };
+        return { a1, dropped, other, none, actor: anonymous };
       },
       { apiKey: tn.ingestKey, endpoint: api.url },
     );
@@ -197,6 +201,12 @@ describe('client in a browser: page views, errors, consent and filters (headless
       ],
     );
     assert.equal(stored[0]!.occurred_at.toISOString(), '2026-01-02T03:04:05.000Z');
+    const [link] = await rows<{ anonymous_actor_id: string; traits: Record<string, unknown> }>(
+      api.t.db,
+      'SELECT l.anonymous_actor_id, t.traits FROM actor_links l JOIN actor_traits t ON t.tenant_id = l.tenant_id AND t.actor_id = l.identified_actor_id WHERE l.tenant_id = $1',
+      [tn.id],
+    );
+    assert.deepEqual(link, { anonymous_actor_id: ids.actor, traits: { plan: 'pro', seats: 2 } }, 'identify with traits from the page');
     await waitFor('the debug lines', () => logs.some((l) => l.includes('POST /v1/events')));
     assert.ok(logs.some((l) => l.startsWith('[tally] queued event ui/kept')), logs.join('\n'));
     assert.ok(logs.some((l) => l === '[tally] not queued: event ui/drop-me: beforeSend returned null'), logs.join('\n'));

@@ -98,6 +98,7 @@ export class TallyClient {
     const resumed = !this.consentOut && o.mode === 'client' && this.sessions.resume(Date.now());
     this.queue.open((loaded) => this.sessions.recover(loaded, Date.now()));
     if (!resumed && o.autoSession && o.mode === 'client' && !this.consentOut) this.startSession();
+    if (this.consentOut) void this.queue.ready.then(() => this.purge());
     this.flushTimer = unref(setInterval(() => this.schedulePump(), o.flushIntervalMs));
     this.uninstall = platform.install(this, o);
     void this.queue.ready.then(() => this.schedulePump());
@@ -243,15 +244,9 @@ export class TallyClient {
     if (this.options.disabled) return;
     this.saveConsent('out');
     this.consentOut = true;
-    const ended = this.sessions.abandon(Date.now());
-    const purge = () => {
-      if (!this.consentOut) return;
-      const gone = [...this.queue.records()].filter((r) => !this.queue.inflight.has(r.id) && !(r.kind === 'session_end' && r.body.session_id === ended)).map((r) => r.id);
-      this.queue.remove(gone);
-      this.options.debug?.(`opted out: ${gone.length} queued record(s) deleted`);
-    };
-    purge();
-    void this.queue.ready.then(purge); // records still loading from storage
+    this.sessions.abandon(Date.now());
+    this.purge();
+    void this.queue.ready.then(() => this.purge()); // records still loading from storage
     this.schedulePump();
   }
 
@@ -518,6 +513,18 @@ export class TallyClient {
     });
     this.options.debug?.(`queued identify ${anonymous} → ${userId}`, traits);
     this.schedulePump();
+  }
+
+  /**
+   * Opted out: deletes every queued record but session ends (which only close what the server
+   * already has) and those in flight. Also at start, for what a page that went away before its
+   * deletes were committed left behind.
+   */
+  private purge(): void {
+    if (!this.consentOut) return;
+    const gone = [...this.queue.records()].filter((r) => r.kind !== 'session_end' && !this.queue.inflight.has(r.id)).map((r) => r.id);
+    this.queue.remove(gone);
+    if (gone.length > 0) this.options.debug?.(`opted out: ${gone.length} queued record(s) deleted`);
   }
 
   private saveConsent(value: 'in' | 'out'): void {

@@ -100,9 +100,9 @@ export class Sessions {
    * Opt-out: the session stops here. If its start was never sent, nothing of it ever reaches the
    * server; otherwise its end is queued (the one record kept), so that it does not stay open.
    */
-  abandon(now: number): string | undefined {
+  abandon(now: number): void {
     const s = this.current;
-    if (!s) return undefined;
+    if (!s) return;
     let unsent = false;
     for (const r of this.queue.records()) if (r.kind === 'session_start' && r.body.session_id === s.session_id && !this.queue.inflight.has(r.id)) unsent = true;
     if (unsent) {
@@ -110,10 +110,9 @@ export class Sessions {
       this.current = undefined;
       this.markerId = undefined;
       this.clearPointer();
-      return undefined;
+      return;
     }
     this.end(now);
-    return s.session_id;
   }
 
   /** Activity in the session: a new session after too long a silence, else a later last activity. */
