@@ -304,7 +304,7 @@ describe('client: user data, consent and filters', () => {
     assert.throws(() => createClient(options(tn.ingestKey, { sampleRate: 1.5 })), /sampleRate/);
   });
 
-  it('page() in Node: the URL given, without its query string, its path, and the previous page as referrer', async () => {
+  it('page() in Node: the URL given, without its query string, its path, and the previous page as referrer (never another user\'s in server mode)', async () => {
     const tn = await tenant(server);
     const client = createClient(options(tn.ingestKey, { autoSession: false }));
     const a = client.page({ section: 'docs' }, { url: 'https://example.com/docs/start?token=secret#intro', title: 'Start', referrer: 'https://search.example/?q=tally' });
@@ -316,5 +316,12 @@ describe('client: user data, consent and filters', () => {
     assert.deepEqual(byId.get(a!)!.properties, { url: 'https://example.com/docs/start', path: '/docs/start', title: 'Start', referrer: 'https://search.example/', section: 'docs' });
     assert.deepEqual(byId.get(b!)!.properties, { url: 'https://example.com/docs/next', path: '/docs/next', referrer: 'https://example.com/docs/start' });
     await client.shutdown();
+    // Server mode: the previous page view was another user's, so it is never the referrer.
+    const server_ = createClient(options(tn.ingestKey, { mode: 'server' }));
+    server_.page(undefined, { actorId: 'user-a', url: 'https://example.com/private/report-1' });
+    const c = server_.page(undefined, { actorId: 'user-b', url: 'https://example.com/pricing' });
+    await server_.shutdown();
+    const [row] = await rows<{ properties: Record<string, unknown> }>(server.t.db, 'SELECT properties FROM events WHERE tenant_id = $1 AND event_id = $2', [tn.id, c]);
+    assert.deepEqual(row!.properties, { url: 'https://example.com/pricing', path: '/pricing' });
   });
 });

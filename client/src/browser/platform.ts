@@ -1,7 +1,7 @@
 import type { Platform, TallyClient } from '../core/client.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { MemoryStorage } from '../core/memory-storage.js';
-import { pageUrl } from '../core/context.js';
+import { pageUrl } from '../core/page.js';
 import { IndexedDbStorage } from './indexeddb-storage.js';
 import { LocalStorageStorage, usableLocalStorage } from './local-storage.js';
 

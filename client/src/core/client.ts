@@ -1,5 +1,6 @@
 import { BreadcrumbRing } from './breadcrumbs.js';
-import { checkContext, merge, pageUrl, syncScopeStore, timeOf, type ScopeStore } from './context.js';
+import { checkContext, merge, syncScopeStore, timeOf, type ScopeStore } from './context.js';
+import { pageProperties } from './page.js';
 import { Delivery } from './delivery.js';
 import { encodeEnvironment, SDK_NAME, SDK_VERSION, unref } from './environment.js';
 import { describeError, storable } from './errors.js';
@@ -11,7 +12,7 @@ import { Sessions } from './session.js';
 import { TallyScope } from './scope.js';
 import type { Breadcrumb, CallContext, CaptureOptions, ExceptionBody, FlushResult, IdentifyOptions, PageOptions, Properties, QueueStorage, TallyIssue, TallyOptions, TallyStats, Traits, TrackOptions, WireEvent } from './types.js';
 import { uuidv7 } from './uuid.js';
-import { checkContextId, checkProperties, checkText, LIMITS, truncate, utf8Length } from './validate.js';
+import { checkContextId, checkProperties, checkText, LIMITS, utf8Length } from './validate.js';
 
 /** What differs between Node and the browser. */
 export interface Platform {
@@ -133,22 +134,11 @@ export class TallyClient {
    */
   page(properties?: Properties, opts: PageOptions = {}): string | undefined {
     if (this.inactive('page view')) return undefined;
-    const here = this.platform.page?.();
-    const keep = this.options.pageQueryString;
-    const raw = opts.url ?? here?.url;
-    if (raw === undefined) return this.refuse('invalid_event', 'page() needs a url outside a browser');
-    const url = pageUrl(raw, keep);
-    const referrer = opts.referrer !== undefined ? pageUrl(opts.referrer, keep) : (this.lastPage ?? (here?.referrer ? pageUrl(here.referrer, keep) : undefined));
-    const title = opts.title ?? here?.title;
-    let path: string | undefined;
-    try {
-      path = new URL(url).pathname;
-    } catch {
-      // a relative or odd URL: sent as given, without a path
-    }
-    const cut = (s: string | undefined) => (s ? truncate(storable(s), LIMITS.propertyValue) : undefined);
-    const id = this.event('page', 'view', { url: cut(url), path: cut(path), title: cut(title), referrer: cut(referrer), ...properties }, opts);
-    if (id) this.lastPage = url;
+    // Server mode: the previous page view was another user's, so only opts.referrer counts.
+    const view = pageProperties(this.platform.page?.(), opts, this.identity ? this.lastPage : undefined, this.options.pageQueryString);
+    if (!view) return this.refuse('invalid_event', 'page() needs a url outside a browser');
+    const id = this.event('page', 'view', { ...view.properties, ...properties }, opts);
+    if (id) this.lastPage = view.url;
     return id;
   }
 

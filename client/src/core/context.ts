@@ -53,15 +53,3 @@ export function timeOf(t: Date | number | string | undefined, now: number): numb
   const ms = t instanceof Date ? t.getTime() : typeof t === 'number' ? t : typeof t === 'string' ? Date.parse(t) : NaN;
   return Number.isFinite(ms) && Math.abs(ms) < 8.64e15 ? ms : undefined;
 }
-
-/** A URL without its query string and fragment (unless kept), as page views send it. */
-export function pageUrl(url: string, keepQuery: boolean): string {
-  try {
-    const u = new URL(url);
-    if (!keepQuery) u.search = '';
-    u.hash = '';
-    return u.href;
-  } catch {
-    return keepQuery ? url.split('#')[0]! : url.split(/[?#]/)[0]!;
-  }
-}
