@@ -82,6 +82,7 @@ describe('client: server-side mode', () => {
     assert.deepEqual([byId.get(c!)!.actor_id, byId.get(c!)!.account_id], ['user-c', 'acme']);
     assert.deepEqual([byId.get(d!)!.actor_id, byId.get(d!)!.account_id], ['user-d', 'initech']);
     assert.equal(byId.size, 4);
+    assert.deepEqual(await rows(server.t.db, 'SELECT actor_id FROM environments WHERE tenant_id = $1', [tn.id]), [], "no X-Environment-Data: the process's runtime is not the users' environment");
     const [s] = await sessions(server.t.db, tn.id);
     assert.deepEqual([s!.session_id, s!.actor_id, s!.account_id, s!.end_reason], [session, 'user-b', 'globex', 'normal']);
     assert.deepEqual(

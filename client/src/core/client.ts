@@ -87,7 +87,10 @@ export class TallyClient {
       { actorId: () => this.identity?.actorId ?? '', accountId: () => this.account, licenseId: () => this.license },
     );
     let header: string | undefined;
-    this.delivery = new Delivery(this.queue, { ...o, environmentHeader: () => (header ??= encodeEnvironment(this.environment)), state: this.storage, debug: o.debug }, report);
+    // Server mode sends no X-Environment-Data: the server would file the process's runtime as each
+    // user's environment. Exceptions still carry it as environment_context: that is where they happened.
+    const environmentHeader = () => (o.mode === 'server' ? undefined : (header ??= encodeEnvironment(this.environment)));
+    this.delivery = new Delivery(this.queue, { ...o, environmentHeader, state: this.storage, debug: o.debug }, report);
     this.consentOut = this.storage.getState(CONSENT) === undefined ? o.optOutByDefault : this.storage.getState(CONSENT) === 'out';
     if (o.disabled) {
       this.uninstall = () => undefined;
