@@ -289,8 +289,10 @@ export class TallyClient {
 
   endSession(opts?: { sessionId?: string }): void {
     if (!this.identity) {
+      if (this.options.disabled) return;
+      if (this.closing) return void this.refuse('client_closed', 'endSession() after shutdown()');
       const sessionId = opts?.sessionId ?? this.scopes.current()?.sessionId;
-      if (this.options.disabled || !sessionId) return void (this.options.disabled || this.misuse('endSession() without a sessionId'));
+      if (!sessionId) return this.misuse('endSession() without a sessionId');
       this.queue.put({ id: uuidv7(), kind: 'session_end', body: { session_id: sessionId, ended_at: iso(Date.now()), end_reason: 'normal' } });
       return this.schedulePump();
     }
