@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rollupJob } from '../../src/jobs/rollups.js';
 import { startJobs } from '../../src/jobs/runner.js';
-import { createClient, MemoryStorage, type NodeOptions, type TallyIssue, type WireEvent } from '../src/node.js';
+import { createClient, MemoryStorage, type NodeOptions, type QueueStorage, type TallyIssue, type WireEvent } from '../src/node.js';
 import { recordingFetch, rows, sessions, startServer, storedEventIds, tenant, type RunningServer } from './helpers/server.js';
 
 let server: RunningServer;
@@ -206,22 +206,27 @@ describe('client: user data, consent and filters', () => {
     await consentFirst.shutdown();
   });
 
-  it('records a previous run left on storage while opted out (its deletes never committed) are deleted at start, not sent after optIn()', async () => {
+  it('records a previous run left on storage while opted out (its deletes never committed) are deleted as they load, even after an early optIn()', async () => {
     const tn = await tenant(server);
-    // A storage whose deletes are lost, as IndexedDB's are when the page goes away before they commit.
-    class LosesDeletes extends MemoryStorage {
-      override remove(): void {}
-    }
-    const storage = new LosesDeletes();
+    // A storage that loads asynchronously and loses its deletes, as IndexedDB does when the page
+    // goes away before they commit.
+    const inner = new MemoryStorage();
+    const storage: QueueStorage = {
+      load: () => new Promise((resolve) => setTimeout(() => resolve(inner.load()), 50)),
+      put: (r) => inner.put(r),
+      remove: () => undefined,
+      getState: (k) => inner.getState(k),
+      setState: (k, v) => inner.setState(k, v),
+    };
     const first = createClient(options(tn.ingestKey, { storage, endpoint: 'http://127.0.0.1:9', autoSession: false }));
+    await first.flush();
     first.track('ui', 'withdrawn');
     first.optOut();
     await first.shutdown({ timeoutMs: 100 });
-    assert.equal(storage.load().length, 1, 'the withdrawn event is still on storage');
+    assert.equal(inner.load().length, 1, 'the withdrawn event is still on storage');
     const second = createClient(options(tn.ingestKey, { storage, autoSession: false }));
     assert.equal(second.optedOut, true);
-    await second.flush();
-    second.optIn();
+    second.optIn(); // before the storage has loaded
     const id = second.track('ui', 'consented');
     await second.shutdown();
     assert.deepEqual(await storedEventIds(server.t.db, tn.id), [id]);

@@ -55,6 +55,8 @@ export class TallyClient {
   private license: string | undefined;
   private lastPage: string | undefined;
   private consentOut: boolean;
+  /** Opted out at start or since: the records still loading from storage are deleted as they arrive. */
+  private dropLoaded = false;
   private refused = 0;
   private filtered = 0;
   private pumpScheduled = false;
@@ -100,9 +102,15 @@ export class TallyClient {
     // Order matters: a session resumed from the previous page is not an orphan; the orphans of a
     // crashed process are ended (sdk_recovery) before this process's session starts.
     const resumed = !this.consentOut && o.mode === 'client' && this.sessions.resume(Date.now());
-    this.queue.open((loaded) => this.sessions.recover(loaded, Date.now()));
+    this.dropLoaded = this.consentOut;
+    this.queue.open((loaded) => {
+      const fix = this.sessions.recover(loaded, Date.now());
+      if (!this.dropLoaded) return fix;
+      // Opted out: what a previous run left queued is deleted (a page that went away right after
+      // optOut() may not have committed its IndexedDB deletes), even if optIn() came since.
+      return { put: fix.put, remove: [...fix.remove, ...loaded.filter((r) => r.kind !== 'session_end').map((r) => r.id)] };
+    });
     if (!resumed && o.autoSession && o.mode === 'client' && !this.consentOut) this.startSession();
-    if (this.consentOut) void this.queue.ready.then(() => this.purge());
     this.flushTimer = unref(setInterval(() => this.schedulePump(), o.flushIntervalMs));
     this.uninstall = platform.install(this, o);
     void this.queue.ready.then(() => this.schedulePump());
@@ -238,8 +246,8 @@ export class TallyClient {
     this.saveConsent('out');
     this.consentOut = true;
     this.sessions.abandon(Date.now());
+    this.dropLoaded = true; // records still loading from storage
     this.purge();
-    void this.queue.ready.then(() => this.purge()); // records still loading from storage
     this.schedulePump();
   }
 
@@ -510,13 +518,8 @@ export class TallyClient {
     this.schedulePump();
   }
 
-  /**
-   * Opted out: deletes every queued record but session ends (which only close what the server
-   * already has) and those in flight. Also at start, for what a page that went away before its
-   * deletes were committed left behind.
-   */
+  /** Opted out: deletes every queued record but session ends (which only close what the server already has) and those in flight. */
   private purge(): void {
-    if (!this.consentOut) return;
     const gone = [...this.queue.records()].filter((r) => r.kind !== 'session_end' && !this.queue.inflight.has(r.id)).map((r) => r.id);
     this.queue.remove(gone);
     if (gone.length > 0) this.options.debug?.(`opted out: ${gone.length} queued record(s) deleted`);
