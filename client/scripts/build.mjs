@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, dirname } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
@@ -35,7 +36,7 @@ export async function buildBrowserBundle(outfile, format = 'esm') {
   return { bytes: code.length, gzipped: gzipSync(code, { level: 9 }).length };
 }
 
-async function main() {
+export async function main() {
   const dist = join(root, 'dist');
   rmSync(dist, { recursive: true, force: true });
   await esbuild.build({
@@ -46,7 +47,7 @@ async function main() {
     platform: 'neutral',
     target: 'es2020',
   });
-  execFileSync(process.execPath, [join(root, '../node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
   const esm = await buildBrowserBundle(join(dist, 'tally.min.js'));
   const iife = await buildBrowserBundle(join(dist, 'tally.iife.min.js'), 'iife');
   console.log(`dist/tally.min.js       ${esm.bytes} bytes minified, ${esm.gzipped} bytes gzipped`);

@@ -15,8 +15,31 @@ export function createClient(options: TallyOptions): TallyClient {
   return new TallyClient(options, browserPlatform);
 }
 
-export { track, identify, reset, setAccount, clearAccount, setLicense, clearLicense, startSession, endSession, captureException, addBreadcrumb, flush, shutdown, stats, getClient } from './core/api.js';
+export {
+  track,
+  page,
+  identify,
+  reset,
+  register,
+  unregister,
+  setAccount,
+  clearAccount,
+  setLicense,
+  clearLicense,
+  startSession,
+  endSession,
+  captureException,
+  addBreadcrumb,
+  optOut,
+  optIn,
+  withScope,
+  flush,
+  shutdown,
+  stats,
+  getClient,
+} from './core/api.js';
 export { TallyClient } from './core/client.js';
+export { TallyScope } from './core/scope.js';
 export { MemoryStorage } from './core/memory-storage.js';
 export { IndexedDbStorage } from './browser/indexeddb-storage.js';
 export { LocalStorageStorage } from './browser/local-storage.js';

@@ -13,8 +13,31 @@ export function createClient(options: NodeOptions): TallyClient {
   return new TallyClient(options, nodePlatform);
 }
 
-export { track, identify, reset, setAccount, clearAccount, setLicense, clearLicense, startSession, endSession, captureException, addBreadcrumb, flush, shutdown, stats, getClient } from './core/api.js';
+export {
+  track,
+  page,
+  identify,
+  reset,
+  register,
+  unregister,
+  setAccount,
+  clearAccount,
+  setLicense,
+  clearLicense,
+  startSession,
+  endSession,
+  captureException,
+  addBreadcrumb,
+  optOut,
+  optIn,
+  withScope,
+  flush,
+  shutdown,
+  stats,
+  getClient,
+} from './core/api.js';
 export { TallyClient } from './core/client.js';
+export { TallyScope } from './core/scope.js';
 export { MemoryStorage } from './core/memory-storage.js';
 export { FileStorage, type FileStorageOptions } from './node/file-storage.js';
 export type { NodeOptions } from './node/platform.js';

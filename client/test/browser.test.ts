@@ -157,7 +157,7 @@ describe('client in a browser (headless Chromium)', { skip }, () => {
   });
 
   it('the bundle is small', (t) => {
-    assert.ok(bundleSize.gzipped < 16_000, `gzipped: ${bundleSize.gzipped} bytes`);
+    assert.ok(bundleSize.gzipped <= 15_000, `gzipped: ${bundleSize.gzipped} bytes`);
     t.diagnostic(`browser bundle: ${bundleSize.bytes} bytes minified, ${bundleSize.gzipped} bytes gzipped`);
   });
 });

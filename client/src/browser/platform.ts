@@ -1,6 +1,7 @@
 import type { Platform, TallyClient } from '../core/client.js';
 import type { ResolvedOptions } from '../core/options.js';
 import { MemoryStorage } from '../core/memory-storage.js';
+import { pageUrl } from '../core/page.js';
 import { IndexedDbStorage } from './indexeddb-storage.js';
 import { LocalStorageStorage, usableLocalStorage } from './local-storage.js';
 
@@ -53,6 +54,7 @@ function environment(): Record<string, unknown> {
 export const browserPlatform: Platform = {
   sessionTimeoutMs: 30 * 60_000,
   environment,
+  page: () => ({ url: location.href, title: document.title, referrer: document.referrer }),
   storage(options) {
     const ns = `tally:${options.product}`;
     if (typeof indexedDB !== 'undefined') return new IndexedDbStorage(ns);
@@ -72,9 +74,34 @@ export const browserPlatform: Platform = {
       on(document, 'visibilitychange', () => document.visibilityState === 'hidden' && client.pageExit());
     }
     if (o.captureUncaught) {
-      // The page survives an uncaught error, so it is reported as non_fatal.
-      on(window, 'error', (ev: ErrorEvent) => client.captureException(ev.error ?? ev.message));
+      // The page survives an uncaught error, so it is reported as non_fatal. A resource that
+      // failed to load is an Event, not an ErrorEvent: not an exception.
+      on(window, 'error', (ev: ErrorEvent) => ev instanceof ErrorEvent && client.captureException(ev.error ?? ev.message));
       on(window, 'unhandledrejection', (ev: PromiseRejectionEvent) => client.captureException(ev.reason));
+    }
+    if (o.autoPageViews) {
+      // A view at init, and one per history change to another URL. A task later, so that the
+      // title a router sets right after pushState is the one sent.
+      let last: string | undefined;
+      const view = () => {
+        const url = pageUrl(location.href, o.pageQueryString);
+        if (url === last) return;
+        last = url;
+        client.page();
+      };
+      const later = () => void setTimeout(view, 0);
+      view();
+      for (const name of ['pushState', 'replaceState'] as const) {
+        const original = history[name];
+        const patched = function (this: History, ...args: Parameters<History['pushState']>) {
+          const result = original.apply(this, args);
+          later();
+          return result;
+        };
+        history[name] = patched;
+        off.push(() => history[name] === patched && (history[name] = original));
+      }
+      on(window, 'popstate', later);
     }
     return () => off.forEach((f) => f());
   },

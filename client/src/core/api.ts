@@ -1,5 +1,5 @@
 import type { TallyClient } from './client.js';
-import type { FlushResult, Severity, TallyStats } from './types.js';
+import type { CallContext, CaptureOptions, FlushResult, IdentifyOptions, PageOptions, Properties, TallyStats, Traits, TrackOptions } from './types.js';
 
 // The module-level API over one default client, for apps that want `init()` once and
 // `track()` anywhere. Each function is a separate export, so a bundler keeps only those used.
@@ -28,12 +28,38 @@ function client(): TallyClient | undefined {
   return instance;
 }
 
-export function track(category: string, name: string, properties?: Record<string, string | number | boolean | undefined>): string | undefined {
-  return client()?.track(category, name, properties);
+export function track(category: string, name: string, properties?: Properties, opts?: TrackOptions): string | undefined {
+  return client()?.track(category, name, properties, opts);
 }
 
-export function identify(userId: string): void {
-  client()?.identify(userId);
+export function page(properties?: Properties, opts?: PageOptions): string | undefined {
+  return client()?.page(properties, opts);
+}
+
+export function identify(userId: string, traits?: Traits, opts?: IdentifyOptions): void {
+  client()?.identify(userId, traits, opts);
+}
+
+export function register(properties: Properties): void {
+  client()?.register(properties);
+}
+
+export function unregister(...keys: string[]): void {
+  client()?.unregister(...keys);
+}
+
+export function optOut(): void {
+  client()?.optOut();
+}
+
+export function optIn(): void {
+  client()?.optIn();
+}
+
+/** Runs `fn` with `context` as the default of every call inside it (Node: across awaits too). Without init(), just runs `fn`. */
+export function withScope<T>(context: CallContext, fn: () => T): T {
+  const c = client();
+  return c ? c.withScope(context, fn) : fn();
 }
 
 export function reset(): void {
@@ -56,15 +82,15 @@ export function clearLicense(): void {
   client()?.clearLicense();
 }
 
-export function startSession(properties?: Record<string, string | number | boolean | undefined>): string | undefined {
-  return client()?.startSession(properties);
+export function startSession(properties?: Properties, opts?: CallContext): string | undefined {
+  return client()?.startSession(properties, opts);
 }
 
-export function endSession(): void {
-  client()?.endSession();
+export function endSession(opts?: { sessionId?: string }): void {
+  client()?.endSession(opts);
 }
 
-export function captureException(error: unknown, opts?: { severity?: Severity }): string | undefined {
+export function captureException(error: unknown, opts?: CaptureOptions): string | undefined {
   return client()?.captureException(error, opts);
 }
 

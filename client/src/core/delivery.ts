@@ -22,6 +22,8 @@ export interface DeliveryConfig {
   environmentHeader: () => string | undefined;
   /** Where a billing block is remembered, so that the next process probes instead of resending everything. */
   state: Pick<QueueStorage, 'getState' | 'setState'>;
+  /** With `debug: true`: each request and its answer. */
+  debug?: ((message: string, detail?: unknown) => void) | undefined;
 }
 
 const BILLING_BLOCK = 'billing_block';
@@ -160,6 +162,10 @@ export class Delivery {
       keepalive,
     });
     for (const id of ids) this.queue.inflight.delete(id);
+    this.config.debug?.(
+      `POST ${PATHS[unit.kind]}${unit.kind === 'event' ? ` (${ids.length} event(s)${withEnvironment ? ', with X-Environment-Data' : ''})` : ''}${keepalive ? ' keepalive' : ''}: ${outcome.ok ? outcome.answer.status : outcome.error}`,
+      outcome.ok && outcome.answer.status >= 300 ? outcome.answer.body : undefined,
+    );
     if (!outcome.ok) return this.transient(null);
     // CONTRACT.md: the environment counts as sent whatever the answer (the server keeps it even on 429 / 402).
     if (withEnvironment) this.environmentSent = true;
@@ -279,5 +285,6 @@ export class Delivery {
     const retryAfter = parseRetryAfter(retryAfterHeader, this.config.retry.maxRetryAfterMs);
     if (retryAfter !== undefined) wait = Math.max(wait, retryAfter);
     this.retryAt = Date.now() + wait;
+    this.config.debug?.(`kept ${this.queue.size} record(s); next attempt in ${wait} ms`);
   }
 }

@@ -1,10 +1,19 @@
 import { checkText, LIMITS } from './validate.js';
-import type { Logger, TallyIssue, TallyOptions } from './types.js';
+import type { Logger, TallyIssue, TallyOptions, WireEvent } from './types.js';
 
 // Defaults, and the checks that catch a misconfigured init() at once (a thrown TypeError is a
 // programming error; everything that can go wrong later is reported, never thrown).
 
 export interface ResolvedOptions {
+  mode: 'client' | 'server';
+  disabled: boolean;
+  /** Set when `debug` is on. */
+  debug: ((message: string, detail?: unknown) => void) | undefined;
+  beforeSend: ((event: WireEvent) => WireEvent | null | undefined) | undefined;
+  sampleRate: number;
+  optOutByDefault: boolean;
+  autoPageViews: boolean;
+  pageQueryString: boolean;
   apiKey: string;
   endpoint: string;
   product: string;
@@ -53,7 +62,26 @@ export function resolveOptions(o: TallyOptions, defaults: { sessionTimeoutMs: nu
   if (typeof (custom ?? globalThis.fetch) !== 'function') throw new TypeError('tally: no fetch in this runtime; pass options.fetch');
   // Called as a plain function: a browser's fetch called as a method of another object throws "Illegal invocation".
   const fetchFn: typeof fetch = custom ? (input, init) => custom(input, init) : (input, init) => globalThis.fetch(input, init);
+  if (o.mode !== undefined && o.mode !== 'client' && o.mode !== 'server') throw new TypeError(`tally: mode must be 'client' or 'server'`);
+  const server = o.mode === 'server';
+  const sampleRate = o.sampleRate ?? 1;
+  if (typeof sampleRate !== 'number' || !(sampleRate >= 0 && sampleRate <= 1)) throw new TypeError('tally: sampleRate must be a number from 0 to 1');
+  if (o.beforeSend !== undefined && typeof o.beforeSend !== 'function') throw new TypeError('tally: beforeSend must be a function');
+  const logger = o.logger === false ? undefined : (o.logger ?? { warn: (m: string, d?: unknown) => (d === undefined ? console.warn(`[tally] ${m}`) : console.warn(`[tally] ${m}`, d)) });
+  const debug = o.debug
+    ? logger?.debug
+      ? (m: string, d?: unknown) => logger.debug!(m, d)
+      : (m: string, d?: unknown) => (d === undefined ? console.debug(`[tally] ${m}`) : console.debug(`[tally] ${m}`, d))
+    : undefined;
   return {
+    mode: server ? 'server' : 'client',
+    disabled: o.disabled === true,
+    debug,
+    beforeSend: o.beforeSend,
+    sampleRate,
+    optOutByDefault: o.optOutByDefault === true,
+    autoPageViews: o.autoPageViews === true,
+    pageQueryString: o.pageQueryString === true,
     apiKey: required('apiKey', o.apiKey, 1024),
     endpoint,
     product: required('product', o.product, LIMITS.product),
@@ -74,14 +102,14 @@ export function resolveOptions(o: TallyOptions, defaults: { sessionTimeoutMs: nu
       maxDelayMs: positive('billingProbe.maxDelayMs', o.billingProbe?.maxDelayMs, 3_600_000),
     },
     requestTimeoutMs: Math.max(100, positive('requestTimeoutMs', o.requestTimeoutMs, 30_000)),
-    autoSession: o.autoSession ?? true,
+    autoSession: o.autoSession ?? !server,
     sessionTimeoutMs: positive('sessionTimeoutMs', o.sessionTimeoutMs, defaults.sessionTimeoutMs),
     maxBreadcrumbs: positive('maxBreadcrumbs', o.maxBreadcrumbs, 30, 100),
-    captureUncaught: o.captureUncaught ?? true,
+    captureUncaught: o.captureUncaught ?? !server,
     handleExit: o.handleExit ?? true,
     schemaVersion: o.schemaVersion,
     fetch: fetchFn,
-    logger: o.logger === false ? undefined : (o.logger ?? { warn: (m, d) => (d === undefined ? console.warn(`[tally] ${m}`) : console.warn(`[tally] ${m}`, d)) }),
+    logger,
     onError: o.onError,
   };
 }

@@ -96,6 +96,25 @@ export class Sessions {
     this.clearPointer();
   }
 
+  /**
+   * Opt-out: the session stops here. If its start was never sent, nothing of it ever reaches the
+   * server; otherwise its end is queued (the one record kept), so that it does not stay open.
+   */
+  abandon(now: number): void {
+    const s = this.current;
+    if (!s) return;
+    let unsent = false;
+    for (const r of this.queue.records()) if (r.kind === 'session_start' && r.body.session_id === s.session_id && !this.queue.inflight.has(r.id)) unsent = true;
+    if (unsent) {
+      if (this.markerId) this.queue.remove([this.markerId]);
+      this.current = undefined;
+      this.markerId = undefined;
+      this.clearPointer();
+      return;
+    }
+    this.end(now);
+  }
+
   /** Activity in the session: a new session after too long a silence, else a later last activity. */
   touch(now: number): string | undefined {
     const s = this.current;

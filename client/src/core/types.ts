@@ -5,6 +5,49 @@ export type Properties = Record<string, string | number | boolean | undefined>;
 
 export type Severity = 'fatal' | 'non_fatal';
 
+/** What identify() keeps about a user on the server: a flat object with the rules of event properties. */
+export type Traits = Properties;
+
+/**
+ * Who a call is about. In server-side mode (`mode: 'server'`) there is no identity of the
+ * process: each call names its actor here, directly or through `client.scope()` / `withScope()`.
+ * In the default mode, a field given here overrides the client's own for that one call.
+ */
+export interface CallContext {
+  actorId?: string;
+  accountId?: string;
+  licenseId?: string;
+  sessionId?: string;
+}
+
+export interface TrackOptions extends CallContext {
+  /** When it happened (default: now): a Date, epoch milliseconds, or an RFC 3339 string. */
+  timestamp?: Date | number | string;
+}
+
+export interface PageOptions extends TrackOptions {
+  /** Default (browser): location.href without its query string and fragment. */
+  url?: string;
+  /** Default (browser): document.title. */
+  title?: string;
+  /** Default: the previous page() URL, else (browser) document.referrer without its query string. */
+  referrer?: string;
+}
+
+export interface IdentifyOptions extends CallContext {
+  /**
+   * The anonymous id to link to the user. Default: this device's anonymous id (browser, Node
+   * default mode); in server mode, the call's actorId when it differs from the user id, else the
+   * user id itself (a self-link, which only sets traits).
+   */
+  anonymousId?: string;
+  timestamp?: Date | number | string;
+}
+
+export interface CaptureOptions extends TrackOptions {
+  severity?: Severity;
+}
+
 /** One element of the POST /v1/events array. */
 export interface WireEvent {
   event_id: string;
@@ -69,6 +112,7 @@ export interface IdentifyBody {
   identified_at: string;
   product: string;
   product_version: string;
+  traits?: Record<string, string | number | boolean>;
 }
 
 /** A session the client has open: persisted so that a crash can be told to the server later. */
@@ -116,6 +160,8 @@ export interface QueueStorage {
 
 export interface Logger {
   warn(message: string, detail?: unknown): void;
+  /** With `debug: true`: what is sent, and why something is not. Falls back to console.debug. */
+  debug?(message: string, detail?: unknown): void;
   error?(message: string, detail?: unknown): void;
 }
 
@@ -128,7 +174,8 @@ export interface TallyIssue {
     | 'unauthorized' // 401: sending paused
     | 'forbidden' // 403: sending paused
     | 'billing_blocked' // 402: queue parked on storage, probing with backoff
-    | 'storage_error'; // the storage failed; records are kept in memory
+    | 'storage_error' // the storage failed; records are kept in memory
+    | 'misuse'; // a call that does not fit the mode (setAccount in server mode, identify without a user…)
   message: string;
   status?: number;
   reason?: string;
@@ -143,8 +190,32 @@ export interface TallyOptions {
   /** The product slug, as created with POST /v1/products. */
   product: string;
   productVersion: string;
-  /** Overrides the persisted anonymous actor id. */
+  /**
+   * 'client' (default): one user per process or page, with a persisted anonymous id, identify()
+   * and setAccount() for later calls, and an automatic session. 'server': a backend serving many
+   * users; nothing is global: every call names its actor (and account, license, session), directly
+   * or through scope() / withScope(). No automatic session, no uncaught-error capture by default.
+   */
+  mode?: 'client' | 'server';
+  /** Overrides the persisted anonymous actor id. In server mode: the actor of uncaught errors (default 'server'). */
   actorId?: string;
+  /** Does nothing at all: no storage, no requests, no hooks. For tests and environments that must not report. */
+  disabled?: boolean;
+  /** Logs (logger.debug, else console.debug) every record queued and sent, and why any was not. */
+  debug?: boolean;
+  /** Start opted out until optIn() is called (consent first). A stored choice wins. */
+  optOutByDefault?: boolean;
+  /**
+   * Called with each event (track, page) before it is queued. Return it (changed or not), or
+   * null to drop it. Its result is checked again; a throw drops the event and is reported.
+   */
+  beforeSend?: (event: WireEvent) => WireEvent | null | undefined;
+  /** The share of events kept, 0–1 (default 1). Sampling is per event; exceptions, sessions and identify are never sampled. */
+  sampleRate?: number;
+  /** Browser: a page view at init and on every history change (pushState, replaceState, popstate) to a new URL. Default false. */
+  autoPageViews?: boolean;
+  /** Browser: keep the query string in page URLs and referrers (default false: it often holds tokens and e-mail addresses). */
+  pageQueryString?: boolean;
   /** The durable queue. Defaults: a directory of append-only files (Node), IndexedDB (browser). */
   storage?: QueueStorage | 'memory';
   /** Flush when this many events are queued (default 20). */
@@ -191,6 +262,8 @@ export interface TallyStats {
   rejected: number;
   /** Events track() refused locally. */
   refused: number;
+  /** Events not queued on purpose: opted out, sampled out, or dropped by beforeSend. */
+  filtered: number;
   /** Records dropped because the queue was full (oldest first). */
   dropped: number;
   /** Set while 401/403 has paused sending. */

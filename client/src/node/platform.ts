@@ -1,9 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { homedir, platform, release, arch } from 'node:os';
 import { join } from 'node:path';
 import type { Platform, TallyClient } from '../core/client.js';
 import { MemoryStorage } from '../core/memory-storage.js';
 import type { ResolvedOptions } from '../core/options.js';
-import type { TallyOptions } from '../core/types.js';
+import type { CallContext, TallyOptions } from '../core/types.js';
 import { FileStorage } from './file-storage.js';
 
 export interface NodeOptions extends TallyOptions {
@@ -33,6 +34,11 @@ function environment(): Record<string, unknown> {
 export const nodePlatform: Platform = {
   sessionTimeoutMs: 0,
   environment,
+  // withScope(): the scope follows the request's async calls (awaits, timers, callbacks).
+  scopes() {
+    const als = new AsyncLocalStorage<CallContext>();
+    return { run: (context, fn) => als.run(context, fn), current: () => als.getStore() };
+  },
   storage(options, report) {
     const o = options as NodeOptions;
     const dir = o.queueDir ?? process.env.TALLY_QUEUE_DIR ?? join(homedir(), '.tally', 'queue', o.product.replace(/[^A-Za-z0-9._-]/g, '_'));

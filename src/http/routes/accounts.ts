@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { notFound } from '../../errors.js';
+import { traitsOf } from '../../storage/identity.js';
 import { actorsOf, activeActors, counterpartsOf, dailyActivity, featuresOf, getSnapshot, listSnapshot, productsOf, rollupInfo, versionsOf, type Snapshot } from '../../storage/accounts.js';
 import { coverage } from '../../storage/coverage.js';
 import { encodeCursor } from '../../storage/rows.js';
@@ -96,7 +97,9 @@ export function accountRoutes(app: App, ctx: AppContext): void {
       const { tenant } = principalOf(request);
       const { i, scope } = await scoped(tenant.id, 'account_id', request.params.accountId);
       const limit = request.query.limit ?? 50;
-      return { ...paged(await actorsOf(ctx.db, scope, textCursor(request.query.cursor), limit + 1), limit, (r) => r.actor_id), ...rollup(i) };
+      const page = paged(await actorsOf(ctx.db, scope, textCursor(request.query.cursor), limit + 1), limit, (r) => r.actor_id);
+      const traits = await traitsOf(ctx.db, tenant.id, page.data.map((r) => r.actor_id));
+      return { ...page, data: page.data.map((r) => ({ ...r, traits: traits.get(r.actor_id) ?? null })), ...rollup(i) };
     },
   );
 

@@ -35,7 +35,15 @@ const Counterpart = { events: Type.Integer(), active_actors: Type.Integer(), fir
 export const LicenseUsage = Type.Object({ license_id: Type.String(), ...Counterpart });
 export const AccountUsage = Type.Object({ account_id: Type.String(), ...Counterpart });
 export const Feature = Type.Object({ category: Type.String(), name: Type.String(), events: Type.Integer(), first_seen: When, last_seen: When });
-export const Actor = Type.Object({ actor_id: Type.String(), events: Type.Integer(), first_seen: When, last_seen: When });
+export const Actor = Type.Object({
+  actor_id: Type.String(),
+  events: Type.Integer(),
+  first_seen: When,
+  last_seen: When,
+  traits: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])), Type.Null()], {
+    description: "the latest traits sent with identify for this actor, or for the user an anonymous actor was linked to (null: none)",
+  }),
+});
 
 export const ExceptionGroup = Type.Object({
   fingerprint: Type.String(),

@@ -57,6 +57,11 @@ export const IdentifyBody = Type.Object({
   product_version: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'null is allowed, also in strict mode' })),
   source_app: Type.Optional(Type.String()),
   source_version: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  traits: Type.Optional(
+    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+      description: "the user's traits: a flat object with the limits and reserved keys of event properties; the newest (by identified_at) is kept per identified actor",
+    }),
+  ),
 });
 
 export const Accepted = Type.Object({ status: Type.Literal('accepted') });
