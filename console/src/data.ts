@@ -6,30 +6,27 @@ import { ApiError } from './api';
 export type Loaded<T> = { state: 'loading' } | { state: 'error'; error: ApiError } | { state: 'ok'; data: T };
 
 export function useQuery<T>(key: string | null, load: () => Promise<T>, refreshMs?: number): Loaded<T> & { reload: () => void } {
-  const [result, setResult] = useState<Loaded<T>>({ state: 'loading' });
+  // The answer is kept with the key it answers: a new key reads as loading at once.
+  const [result, setResult] = useState<{ for: string | null; r: Loaded<T> }>({ for: null, r: { state: 'loading' } });
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   useEffect(() => {
     if (key === null) return;
     let live = true;
     load().then(
-      (data) => live && setResult({ state: 'ok', data }),
-      (e: unknown) => live && setResult({ state: 'error', error: e instanceof ApiError ? e : new ApiError(0, 'network_error', String(e)) }),
+      (data) => live && setResult({ for: key, r: { state: 'ok', data } }),
+      (e: unknown) => live && setResult({ for: key, r: { state: 'error', error: e instanceof ApiError ? e : new ApiError(0, 'network_error', String(e)) } }),
     );
     return () => {
       live = false;
     };
   }, [key, tick]);
   useEffect(() => {
-    if (key === null) return;
-    setResult({ state: 'loading' });
-  }, [key]);
-  useEffect(() => {
     if (!refreshMs) return;
     const t = setInterval(reload, refreshMs);
     return () => clearInterval(t);
   }, [refreshMs, reload]);
-  return { ...result, reload };
+  return { ...(result.for === key ? result.r : { state: 'loading' }), reload };
 }
 
 /** A date range of the URL (`7d`, `30d`, `90d`) as the since/until the list endpoints take. */

@@ -16,15 +16,17 @@ interface DeadLetter {
 const KINDS: [string, string][] = [['', 'Any'], ...['event', 'session', 'session_end', 'exception', 'identify'].map((k): [string, string] => [k, k])];
 
 export function DeadLetters({ params }: PageProps) {
-  const query = { kind: params.get('kind') ?? '', reason: params.get('reason') ?? '', product: params.get('product') ?? '', since: rangeSince(params.get('range')), limit: 100 };
-  const q = useQuery(JSON.stringify(query), () => api<Page<DeadLetter>>('/v1/invalid-events', { query }));
+  const range = params.get('range') ?? '';
+  const query = { kind: params.get('kind') ?? '', reason: params.get('reason') ?? '', product: params.get('product') ?? '', limit: 100 };
+  // The key names the range, not its start: "since" moves with the clock.
+  const q = useQuery(JSON.stringify([query, range]), () => api<Page<DeadLetter>>('/v1/invalid-events', { query: { ...query, since: rangeSince(range) } }));
   return (
     <>
       <div class="filters">
         <Select label="Kind" name="kind" value={query.kind} options={KINDS} />
         <TextFilter label="Reason" name="reason" value={query.reason} />
         <TextFilter label="Product (as sent)" name="product" value={query.product} />
-        <Select label="Range" name="range" value={params.get('range') ?? ''} options={RANGES} />
+        <Select label="Range" name="range" value={range} options={RANGES} />
       </div>
       <Show q={q} what="dead letters">
         {(page) =>

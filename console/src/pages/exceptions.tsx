@@ -21,8 +21,9 @@ export function Exceptions({ access, params }: PageProps) {
   const severity = params.get('severity') ?? '';
   const range = params.get('range') ?? '';
   const open = params.get('fingerprint');
-  const query = { product, severity, since: rangeSince(range), limit: 100 };
-  const q = useQuery(JSON.stringify(query), () => api<Page<Group>>('/v1/exceptions', { query }));
+  const query = { product, severity, limit: 100 };
+  // The key names the range, not its start: "since" moves with the clock.
+  const q = useQuery(JSON.stringify([query, range]), () => api<Page<Group>>('/v1/exceptions', { query: { ...query, since: rangeSince(range) } }));
   return (
     <>
       <div class="filters">
