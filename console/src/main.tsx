@@ -56,8 +56,7 @@ function App() {
   if (!key) return <SignIn onKey={(k) => (storeKey(k), setKey(k))} />;
   if (access.state === 'loading') return <Loading what="your key's permissions" />;
   if (access.state === 'error') {
-    if (access.error.status === 401)
-      return <SignIn onKey={(k) => (storeKey(k), setKey(k))} error="That key was refused (401). Check it and try again." />;
+    if (access.error.status === 401) return <SignIn onKey={(k) => (storeKey(k), setKey(k))} error="That key was refused (401). Check it and try again." />;
     return <ErrorState error={access.error} retry={access.reload} />;
   }
   return <Shell access={access.data} signOut={signOut} />;

@@ -48,7 +48,9 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.equal(await page.evaluate(() => sessionStorage.getItem('tally.console.key')), t.adminKey);
     const firstLoadJs = (await Promise.all(js)).reduce((a, b) => a + b, 0);
 
-    const versions = (await Promise.all(['app', 'web'].map((p) => api<{ data: unknown[] }>(base, t.adminKey, `/v1/products/${p}/versions?limit=500`)))).flatMap((r) => r.data);
+    const versions = (await Promise.all(['app', 'web'].map((p) => api<{ data: unknown[] }>(base, t.adminKey, `/v1/products/${p}/versions?limit=500`)))).flatMap(
+      (r) => r.data,
+    );
     const groups = await api<{ data: unknown[] }>(base, t.adminKey, '/v1/exceptions?limit=5');
     const coverage = await api<{ events: { total: number } }>(base, t.adminKey, '/v1/accounts/coverage');
     assert.equal(await metric(page, 'products'), '2');
@@ -69,7 +71,10 @@ describe('console', { skip, timeout: 600_000 }, () => {
     const tti = await p2.evaluate(() => Math.round(performance.now()));
     await cold.close();
     const load = (await import('node:os')).loadavg()[0]!.toFixed(1);
-    writeFileSync(join(RESULTS, 'console-perf.json'), JSON.stringify({ first_load_js_gzip_bytes: firstLoadJs, overview_interactive_ms: tti, load_1m: load }) + '\n');
+    writeFileSync(
+      join(RESULTS, 'console-perf.json'),
+      JSON.stringify({ first_load_js_gzip_bytes: firstLoadJs, overview_interactive_ms: tti, load_1m: load }) + '\n',
+    );
     console.log(`console: first-load JS ${firstLoadJs} B gzipped, overview interactive in ${tti} ms (load average ${load})`);
     assert.ok(firstLoadJs <= 250 * 1024, `first-load JS ${firstLoadJs} B gzipped`);
     assert.deepEqual(errors, []);
@@ -136,7 +141,9 @@ describe('console', { skip, timeout: 600_000 }, () => {
     await page.waitForSelector('text=Archive 3.0.0');
     await page.click('text=Archive 3.0.0');
     await page.waitForSelector('text=Restore 3.0.0');
-    const v = (await api<{ data: { product_version: string; status: string }[] }>(base, t.adminKey, '/v1/products/app/versions?limit=500')).data.find((x) => x.product_version === '3.0.0');
+    const v = (await api<{ data: { product_version: string; status: string }[] }>(base, t.adminKey, '/v1/products/app/versions?limit=500')).data.find(
+      (x) => x.product_version === '3.0.0',
+    );
     assert.equal(v?.status, 'archived');
     await shot(page, 'versions-manage');
 
@@ -185,7 +192,11 @@ describe('console', { skip, timeout: 600_000 }, () => {
         const k = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.k);
         if (k) reached.add(k);
       }
-      assert.deepEqual(controls.filter((k) => !reached.has(k)), [], `${view}: controls never focused by Tab`);
+      assert.deepEqual(
+        controls.filter((k) => !reached.has(k)),
+        [],
+        `${view}: controls never focused by Tab`,
+      );
     }
     assert.deepEqual(errors, []);
   });

@@ -17,11 +17,22 @@ type Rollup<T> = Page<T> & { refreshed_at: string | null; window_days: number };
 
 function Gate({ access, children }: PageProps & { children: preact.ComponentChildren }) {
   if (access.accounts === 'plan') return <ErrorState error={new ApiError(402, 'plan_limit_reached', access.accountsDetail)} />;
-  if (access.accounts !== 'ok') return <ErrorState error={new ApiError(403, 'forbidden', access.accountsDetail || 'this key has no view_accounts permission')} />;
+  if (access.accounts !== 'ok')
+    return <ErrorState error={new ApiError(403, 'forbidden', access.accountsDetail || 'this key has no view_accounts permission')} />;
   return <>{children}</>;
 }
 
-function RollupTable<T extends Row>({ path, idOf, idLabel, extra }: { path: string; idOf: (r: T) => string; idLabel: string; extra: [string, (r: T) => number] }) {
+function RollupTable<T extends Row>({
+  path,
+  idOf,
+  idLabel,
+  extra,
+}: {
+  path: string;
+  idOf: (r: T) => string;
+  idLabel: string;
+  extra: [string, (r: T) => number];
+}) {
   const q = useQuery(path, () => api<Rollup<T>>(path, { query: { limit: 200 } }));
   return (
     <Show q={q} what={path.slice(4)}>
@@ -38,7 +49,15 @@ function RollupTable<T extends Row>({ path, idOf, idLabel, extra }: { path: stri
             <Table
               caption={`${idLabel}s observed`}
               head={[idLabel, 'Events', 'Sessions', 'Exceptions', 'Active actors', extra[0], 'Last seen']}
-              rows={page.data.map((r) => [idOf(r), fmt.format(r.events), fmt.format(r.sessions), fmt.format(r.exceptions), fmt.format(r.active_actors), fmt.format(extra[1](r)), when(r.last_seen)])}
+              rows={page.data.map((r) => [
+                idOf(r),
+                fmt.format(r.events),
+                fmt.format(r.sessions),
+                fmt.format(r.exceptions),
+                fmt.format(r.active_actors),
+                fmt.format(extra[1](r)),
+                when(r.last_seen),
+              ])}
             />
           )}
         </>
@@ -50,7 +69,12 @@ function RollupTable<T extends Row>({ path, idOf, idLabel, extra }: { path: stri
 export function Accounts(props: PageProps) {
   return (
     <Gate {...props}>
-      <RollupTable<Row & { account_id: string; licenses: number }> path="/v1/accounts" idLabel="Account" idOf={(r) => r.account_id} extra={['Licenses', (r) => r.licenses]} />
+      <RollupTable<Row & { account_id: string; licenses: number }>
+        path="/v1/accounts"
+        idLabel="Account"
+        idOf={(r) => r.account_id}
+        extra={['Licenses', (r) => r.licenses]}
+      />
     </Gate>
   );
 }
@@ -58,7 +82,12 @@ export function Accounts(props: PageProps) {
 export function Licenses(props: PageProps) {
   return (
     <Gate {...props}>
-      <RollupTable<Row & { license_id: string; accounts: number }> path="/v1/licenses" idLabel="License" idOf={(r) => r.license_id} extra={['Accounts', (r) => r.accounts]} />
+      <RollupTable<Row & { license_id: string; accounts: number }>
+        path="/v1/licenses"
+        idLabel="License"
+        idOf={(r) => r.license_id}
+        extra={['Accounts', (r) => r.accounts]}
+      />
     </Gate>
   );
 }

@@ -32,8 +32,14 @@ export function Allowlists({ access, params }: PageProps) {
         {(list) => (
           <>
             <label class="toggle-row">
-              <input type="checkbox" id="allowlist-enabled" checked={list.enabled} disabled={!access.manage} onChange={(e) => put({ enabled: e.currentTarget.checked })} /> Allowlist on: events
-              matching no rule are rejected (ALLOWLIST_REJECTED)
+              <input
+                type="checkbox"
+                id="allowlist-enabled"
+                checked={list.enabled}
+                disabled={!access.manage}
+                onChange={(e) => put({ enabled: e.currentTarget.checked })}
+              />{' '}
+              Allowlist on: events matching no rule are rejected (ALLOWLIST_REJECTED)
             </label>
             {list.rules.length === 0 ? (
               <p class="muted">No rules. `*` matches any run of characters.</p>

@@ -28,7 +28,16 @@ export function Exceptions({ access, params }: PageProps) {
     <>
       <div class="filters">
         <ProductPicker access={access} value={product} all />
-        <Select label="Severity" name="severity" value={severity} options={[['', 'Any'], ['fatal', 'Fatal'], ['non_fatal', 'Non-fatal']]} />
+        <Select
+          label="Severity"
+          name="severity"
+          value={severity}
+          options={[
+            ['', 'Any'],
+            ['fatal', 'Fatal'],
+            ['non_fatal', 'Non-fatal'],
+          ]}
+        />
         <Select label="Range" name="range" value={range} options={RANGES} />
       </div>
       <Show q={q} what="exception groups">

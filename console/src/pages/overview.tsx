@@ -27,11 +27,15 @@ export function Overview({ access }: PageProps) {
   const q = useQuery('overview', async () => {
     const day = new Date(Date.now() - 86_400_000).toISOString();
     const [versions, groups, dead, coverage, accounts] = await Promise.all([
-      Promise.all(access.products.map((p) => api<Page<Version>>(`/v1/products/${encodeURIComponent(p.slug)}/versions`, { query: { limit: 500 } }).then((r) => r.data))),
+      Promise.all(
+        access.products.map((p) => api<Page<Version>>(`/v1/products/${encodeURIComponent(p.slug)}/versions`, { query: { limit: 500 } }).then((r) => r.data)),
+      ),
       api<Page<Group>>('/v1/exceptions', { query: { limit: 5 } }),
       api<Page<DeadLetter>>('/v1/invalid-events', { query: { since: day, limit: 500 } }),
       access.accounts === 'ok' ? optional(api<Coverage>('/v1/accounts/coverage')) : null,
-      access.accounts === 'ok' ? optional(api<Page<{ account_id: string; events: number }> & { refreshed_at: string | null }>('/v1/accounts', { query: { limit: 5 } })) : null,
+      access.accounts === 'ok'
+        ? optional(api<Page<{ account_id: string; events: number }> & { refreshed_at: string | null }>('/v1/accounts', { query: { limit: 5 } }))
+        : null,
     ]);
     return { versions: versions.flat(), groups: groups.data, dead, coverage, accounts };
   });
@@ -47,11 +51,26 @@ export function Overview({ access }: PageProps) {
     <div class="overview" data-ready="true">
       <div class="cards">
         <Card id="products" label="Products" value={fmt.format(access.products.length)} />
-        <Card id="versions" label="Versions" value={fmt.format(versions.length)} hint={latest ? `last seen: ${latest.product} ${latest.product_version}` : undefined} />
-        <Card id="events-30d" label="Events, 30 days" value={cov ? fmt.format(cov.events.total) : '—'} hint={cov ? undefined : 'needs the account views (view_accounts, Business plan)'} />
+        <Card
+          id="versions"
+          label="Versions"
+          value={fmt.format(versions.length)}
+          hint={latest ? `last seen: ${latest.product} ${latest.product_version}` : undefined}
+        />
+        <Card
+          id="events-30d"
+          label="Events, 30 days"
+          value={cov ? fmt.format(cov.events.total) : '—'}
+          hint={cov ? undefined : 'needs the account views (view_accounts, Business plan)'}
+        />
         <Card id="exception-groups" label="Exception groups (latest)" value={fmt.format(groups.length)} />
         <Card id="dead-letters-24h" label="Dead letters, 24 h" value={`${fmt.format(dead.data.length)}${dead.next_cursor ? '+' : ''}`} />
-        <Card id="freshness" label="Rollup refreshed" value={when(cov?.refreshed_at ?? acc?.refreshed_at)} hint="accounts and licenses are refreshed every minute" />
+        <Card
+          id="freshness"
+          label="Data refreshed"
+          value={ago(cov?.refreshed_at ?? acc?.refreshed_at)}
+          hint={`accounts and licenses rollup: ${when(cov?.refreshed_at ?? acc?.refreshed_at)}`}
+        />
       </div>
       {noEvents && <FirstEvent product={access.products[0]?.slug ?? 'demo-app'} />}
       <section>
@@ -62,7 +81,12 @@ export function Overview({ access }: PageProps) {
           <Table
             caption="The five most recent exception groups"
             head={['Type', 'Occurrences', 'Actors', 'Last seen']}
-            rows={groups.map((g) => [<a href={href('exceptions', { fingerprint: g.fingerprint })}>{g.exception_type}</a>, fmt.format(g.count), fmt.format(g.affected_actors), when(g.last_seen)])}
+            rows={groups.map((g) => [
+              <a href={href('exceptions', { fingerprint: g.fingerprint })}>{g.exception_type}</a>,
+              fmt.format(g.count),
+              fmt.format(g.affected_actors),
+              when(g.last_seen),
+            ])}
           />
         )}
       </section>
@@ -73,7 +97,8 @@ export function Overview({ access }: PageProps) {
         ) : (
           <p>
             {fmt.format(dead.data.length)}
-            {dead.next_cursor ? '+' : ''} rejected records; most common reason: <code>{topReason(dead.data)}</code>. <a href={href('dead-letters', { range: '24h' })}>See them</a>
+            {dead.next_cursor ? '+' : ''} rejected records; most common reason: <code>{topReason(dead.data)}</code>.{' '}
+            <a href={href('dead-letters', { range: '24h' })}>See them</a>
           </p>
         )}
       </section>
@@ -85,6 +110,12 @@ export function Overview({ access }: PageProps) {
       )}
     </div>
   );
+}
+
+function ago(iso: string | null | undefined): string {
+  if (!iso) return 'not yet';
+  const minutes = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 60_000));
+  return minutes < 1 ? 'just now' : minutes < 120 ? `${minutes} min ago` : `${Math.round(minutes / 60)} h ago`;
 }
 
 function topReason(rows: DeadLetter[]): string {

@@ -25,7 +25,10 @@ const RANGE: [string, string][] = [
   ['90d', 'Last 90 days'],
   ['month', 'This month'],
 ];
-const BREAKDOWNS: [string, string][] = [['', 'No breakdown'], ...['category', 'name', 'version', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b])];
+const BREAKDOWNS: [string, string][] = [
+  ['', 'No breakdown'],
+  ...['category', 'name', 'version', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b]),
+];
 
 /** Funnel steps in the URL: steps=category:name,category:name */
 export const stepsOf = (p: URLSearchParams) =>
@@ -40,7 +43,13 @@ export const stepsOf = (p: URLSearchParams) =>
 const DEFS: Report[] = [
   { id: 'trends', title: 'Trends', path: '/v1/reports/trends', controls: ['interval', 'breakdown', 'compare', 'view', 'event'] },
   { id: 'active', title: 'Active actors', path: '/v1/reports/active-actors', controls: ['interval', 'view'] },
-  { id: 'funnels', title: 'Funnels', path: '/v1/funnels', controls: ['breakdown', 'view'], post: (p) => ({ steps: stepsOf(p), range: p.get('range') ?? '30d', breakdown: p.get('breakdown') || undefined }) },
+  {
+    id: 'funnels',
+    title: 'Funnels',
+    path: '/v1/funnels',
+    controls: ['breakdown', 'view'],
+    post: (p) => ({ steps: stepsOf(p), range: p.get('range') ?? '30d', breakdown: p.get('breakdown') || undefined }),
+  },
   { id: 'retention', title: 'Retention', path: '/v1/retention', controls: ['interval', 'event'] },
   { id: 'paths', title: 'Paths', path: '/v1/paths', controls: ['event'] },
   { id: 'segments', title: 'Segments', path: '/v1/segments', controls: [] },
@@ -64,10 +73,16 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
   const query = queryOf(r, params);
   const body = r.post?.(params);
   const live = r.controls.includes('live') && params.get('live') === '1';
-  const q = useQuery(JSON.stringify([r.path, query, body]), () => api<unknown>(r.path, body ? { method: 'POST', body, query } : { query }), live ? 5000 : undefined);
+  const q = useQuery(
+    JSON.stringify([r.path, query, body]),
+    () => api<unknown>(r.path, body ? { method: 'POST', body, query } : { query }),
+    live ? 5000 : undefined,
+  );
   const view = params.get('view') ?? 'line';
   const download = async () => {
-    const csv = await api<string>(withQuery(r.path, query), { accept: 'text/csv', ...(body ? { method: 'POST', body } : {}) }).catch(() => (q.state === 'ok' ? toCsv(rowsOf(q.data)) : ''));
+    const csv = await api<string>(withQuery(r.path, query), { accept: 'text/csv', ...(body ? { method: 'POST', body } : {}) }).catch(() =>
+      q.state === 'ok' ? toCsv(rowsOf(q.data)) : '',
+    );
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([csv], { type: 'text/csv' }));
     a.download = `${r.id}.csv`;
@@ -78,7 +93,9 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
       <div class="filters">
         <Select label="Range" name="range" value={String(query.range)} options={RANGE} />
         <ProductPicker access={access} value={String(query.product)} all />
-        {r.controls.includes('interval') && <Select label="Interval" name="interval" value={String(query.interval)} options={['hour', 'day', 'week', 'month'].map((i) => [i, i])} />}
+        {r.controls.includes('interval') && (
+          <Select label="Interval" name="interval" value={String(query.interval)} options={['hour', 'day', 'week', 'month'].map((i) => [i, i])} />
+        )}
         {r.controls.includes('event') && <TextFilter label="Category" name="category" value={params.get('category') ?? ''} />}
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}
         {r.controls.includes('breakdown') && <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />}
@@ -139,7 +156,8 @@ function Steps({ params }: { params: URLSearchParams }) {
             setDraft('');
           }}
         >
-          <label for="new-step">Add a step (category:name)</label> <input id="new-step" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} placeholder="editor:file_saved" />{' '}
+          <label for="new-step">Add a step (category:name)</label>{' '}
+          <input id="new-step" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} placeholder="editor:file_saved" />{' '}
           <button type="submit">Add step</button>
         </form>
       </li>

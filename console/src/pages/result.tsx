@@ -18,7 +18,8 @@ export function rowsOf(answer: unknown): Row[] {
   return [];
 }
 
-const cell = (v: unknown): string => (typeof v === 'number' ? fmt.format(v) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const cell = (v: unknown): string =>
+  typeof v === 'number' ? fmt.format(v) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v);
 
 export function toCsv(rows: Row[]): string {
   const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
@@ -36,7 +37,8 @@ function heat(v: number, max: number): string {
 
 export function Result({ answer, view, title }: { answer: unknown; view: string; title: string }) {
   const rows = rowsOf(answer);
-  if (rows.length === 0) return <Empty title="No data for this view">Widen the range or remove a filter; if nothing at all shows, send events first (see Overview).</Empty>;
+  if (rows.length === 0)
+    return <Empty title="No data for this view">Widen the range or remove a filter; if nothing at all shows, send events first (see Overview).</Empty>;
   const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const timeKey = TIME_KEYS.find((k) => cols.includes(k) && rows.every((r) => !Number.isNaN(Date.parse(String(r[k])))));
   const numeric = cols.filter((c) => c !== timeKey && rows.every((r) => typeof r[c] === 'number'));
@@ -47,7 +49,12 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
   return (
     <>
       {timeKey && numeric.length > 0 && view !== 'table' && (
-        <LineChart title={title} bars={view === 'bar'} times={rows.map((r) => Date.parse(String(r[timeKey])) / 1000)} series={numeric.map((c) => ({ label: c, values: rows.map((r) => r[c] as number) }))} />
+        <LineChart
+          title={title}
+          bars={view === 'bar'}
+          times={rows.map((r) => Date.parse(String(r[timeKey])) / 1000)}
+          series={numeric.map((c) => ({ label: c, values: rows.map((r) => r[c] as number) }))}
+        />
       )}
       <div class="table-wrap">
         <table class={arrays.length ? 'heatmap' : undefined}>

@@ -20,8 +20,8 @@ export function SignIn({ onKey, error }: { onKey: (key: string) => void; error?:
           </p>
         )}
         <p class="muted">
-          Use the <strong>admin</strong> key printed on first start (or one from <code>npm run admin -- issue-key</code>). It stays in this tab only (sessionStorage) and is
-          sent as a Bearer token; the console sets no cookie. A key without some permission sees fewer pages.
+          Use the <strong>admin</strong> key printed on first start (or one from <code>npm run admin -- issue-key</code>). It stays in this tab only
+          (sessionStorage) and is sent as a Bearer token; the console sets no cookie. A key without some permission sees fewer pages.
         </p>
       </form>
     </main>

@@ -72,7 +72,14 @@ export function Versions({ access, params }: PageProps) {
                 manage ? (
                   <button
                     type="button"
-                    onClick={() => act(api(`/v1/products/${encodeURIComponent(slug)}/versions/${v.id}`, { method: 'PATCH', body: { status: v.status === 'archived' ? 'active' : 'archived' } }))}
+                    onClick={() =>
+                      act(
+                        api(`/v1/products/${encodeURIComponent(slug)}/versions/${v.id}`, {
+                          method: 'PATCH',
+                          body: { status: v.status === 'archived' ? 'active' : 'archived' },
+                        }),
+                      )
+                    }
                   >
                     {v.status === 'archived' ? 'Restore' : 'Archive'} {v.product_version}
                   </button>
@@ -96,7 +103,9 @@ function Register({ slug, onDone }: { slug: string; onDone: (p: Promise<unknown>
       class="filters"
       onSubmit={(e) => {
         e.preventDefault();
-        onDone(api('/v1/version-registrations', { method: 'POST', body: { product: slug, product_version: version, ...(date ? { release_date: date } : {}) } }));
+        onDone(
+          api('/v1/version-registrations', { method: 'POST', body: { product: slug, product_version: version, ...(date ? { release_date: date } : {}) } }),
+        );
         setVersion('');
       }}
     >

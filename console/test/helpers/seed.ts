@@ -30,7 +30,10 @@ export async function api<T>(base: string, key: string, path: string, method = '
 }
 
 export async function createTenant(base: string, plan: string, name: string): Promise<Seeded> {
-  const body = await api<{ tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] }>(base, ADMIN_TOKEN, '/admin/v1/tenants', 'POST', { name, plan });
+  const body = await api<{ tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] }>(base, ADMIN_TOKEN, '/admin/v1/tenants', 'POST', {
+    name,
+    plan,
+  });
   return {
     tenantId: body.tenant.id,
     ingestKey: body.api_keys.find((k) => k.permissions.length === 1)!.key,

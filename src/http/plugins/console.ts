@@ -42,7 +42,10 @@ export function registerConsole(app: App, dist = CONSOLE_DIST): void {
   app.get('/console/', { schema: { hide: true } }, async (_request, reply) => {
     const html = page();
     if (!html) return reply.code(503).type('text/plain; charset=utf-8').send('The console is not built: run `npm run build:console`.\n');
-    return reply.headers({ ...SECURITY, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(html);
+    return reply
+      .headers({ ...SECURITY, 'cache-control': 'no-cache' })
+      .type('text/html; charset=utf-8')
+      .send(html);
   });
   app.get('/console/assets/:file', { schema: { hide: true } }, async (request, reply) => {
     const { file } = request.params as { file: string };
@@ -50,7 +53,10 @@ export function registerConsole(app: App, dist = CONSOLE_DIST): void {
     if (!ASSET_NAME.test(file) || file.includes('..') || !type) return reply.code(404).type('text/plain').send('not found\n');
     try {
       const body = await readFile(join(dist, 'assets', file));
-      return reply.headers({ ...SECURITY, 'cache-control': 'public, max-age=31536000, immutable' }).type(type).send(body);
+      return reply
+        .headers({ ...SECURITY, 'cache-control': 'public, max-age=31536000, immutable' })
+        .type(type)
+        .send(body);
     } catch {
       return reply.code(404).type('text/plain').send('not found\n');
     }
