@@ -64,6 +64,7 @@ export async function seedTenant(server: RunningServer): Promise<Seeded> {
     license_id: `lic-${i % 6}`,
   }));
   for (let i = 0; i < events.length; i += 100) await api(base, t.ingestKey, '/v1/events', 'POST', events.slice(i, i + 100));
+  await bulk(base, t.ingestKey, Number(process.env.CONSOLE_PERF_EVENTS ?? 0), now);
   const kinds = ['TypeError', 'RangeError', 'IOError'];
   for (let i = 0; i < 7; i++) {
     const type = kinds[i % 3]!;
@@ -87,4 +88,27 @@ export async function seedTenant(server: RunningServer): Promise<Seeded> {
   await jobs.runOnce('rollups');
   await jobs.stop();
   return t;
+}
+
+/** CONSOLE_PERF_EVENTS=1000000: that many more events over 30 days, 1,000 a request, 4 requests at a time (for the time-to-interactive measurement). */
+async function bulk(base: string, key: string, count: number, now: number): Promise<void> {
+  let sent = 0;
+  const batch = () => {
+    const n = Math.min(1000, count - sent);
+    sent += n;
+    return Array.from({ length: n }, (_, i) => ({
+      event_id: uuidv7(),
+      category: 'bulk',
+      name: `action_${i % 20}`,
+      timestamp: new Date(now - ((sent + i) % (30 * 1440)) * 60_000).toISOString(),
+      actor_id: `bulk-${(sent + i) % 5000}`,
+      product: 'app',
+      product_version: '2.0.0',
+      account_id: `bulk-acct-${i % 50}`,
+    }));
+  };
+  const worker = async () => {
+    while (sent < count) await api(base, key, '/v1/events', 'POST', batch());
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
 }
