@@ -26,7 +26,7 @@ const optional = <T,>(p: Promise<T>) => p.catch((e: unknown) => (e instanceof Ap
 export function Overview({ access }: PageProps) {
   const q = useQuery('overview', async () => {
     const day = new Date(Date.now() - 86_400_000).toISOString();
-    const [versions, groups, dead, coverage, accounts] = await Promise.all([
+    const [versions, groups, dead, coverage, accounts, active, health] = await Promise.all([
       Promise.all(
         access.products.map((p) => api<Page<Version>>(`/v1/products/${encodeURIComponent(p.slug)}/versions`, { query: { limit: 500 } }).then((r) => r.data)),
       ),
@@ -36,13 +36,16 @@ export function Overview({ access }: PageProps) {
       access.accounts === 'ok'
         ? optional(api<Page<{ account_id: string; events: number }> & { refreshed_at: string | null }>('/v1/accounts', { query: { limit: 5 } }))
         : null,
+      // The report endpoints (issue 15): shown when this server has them.
+      optional(api<unknown>('/v1/reports/active-actors', { query: { range: '30d' } })),
+      optional(api<unknown>('/v1/sessions/release-health', { query: { range: '30d' } })),
     ]);
-    return { versions: versions.flat(), groups: groups.data, dead, coverage, accounts };
+    return { versions: versions.flat(), groups: groups.data, dead, coverage, accounts, active: numbersOf(active), health: numbersOf(health) };
   });
   if (!access.read) return <ErrorState error={new ApiError(403, 'forbidden', 'this key has no read permission')} />;
   if (q.state === 'loading') return <Loading what="the overview" />;
   if (q.state === 'error') return <ErrorState error={q.error} retry={q.reload} />;
-  const { versions, groups, dead, coverage, accounts } = q.data;
+  const { versions, groups, dead, coverage, accounts, active, health } = q.data;
   const noEvents = versions.length === 0 && groups.length === 0;
   const cov = coverage instanceof ApiError ? null : coverage;
   const acc = accounts instanceof ApiError ? null : accounts;
@@ -63,6 +66,15 @@ export function Overview({ access }: PageProps) {
           value={cov ? fmt.format(cov.events.total) : '—'}
           hint={cov ? undefined : 'needs the account views (view_accounts, Business plan)'}
         />
+        {active.mau !== undefined && (
+          <Card
+            id="mau"
+            label="Active actors, 30 days"
+            value={fmt.format(active.mau)}
+            hint={active.dau !== undefined ? `today: ${fmt.format(active.dau)}` : undefined}
+          />
+        )}
+        {health.crash_free_sessions !== undefined && <Card id="crash-free" label="Crash-free sessions" value={pct(health.crash_free_sessions)} />}
         <Card id="exception-groups" label="Exception groups (latest)" value={fmt.format(groups.length)} />
         <Card id="dead-letters-24h" label="Dead letters, 24 h" value={`${fmt.format(dead.data.length)}${dead.next_cursor ? '+' : ''}`} />
         <Card
@@ -111,6 +123,15 @@ export function Overview({ access }: PageProps) {
     </div>
   );
 }
+
+/** Top-level numbers of a report answer, if the server has the report (an ApiError otherwise). */
+function numbersOf(answer: unknown): Record<string, number> {
+  if (answer instanceof ApiError || typeof answer !== 'object' || answer === null) return {};
+  const src = (answer as Record<string, unknown>).summary ?? (answer as Record<string, unknown>).totals ?? answer;
+  return Object.fromEntries(Object.entries(src as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number'));
+}
+
+const pct = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(2)} %`;
 
 function ago(iso: string | null | undefined): string {
   if (!iso) return 'not yet';
