@@ -75,7 +75,9 @@ describe('console', { skip, timeout: 600_000 }, () => {
       join(RESULTS, 'console-perf.json'),
       JSON.stringify({ events: coverage.events.total, first_load_js_gzip_bytes: firstLoadJs, overview_interactive_ms: tti, load_1m: load }) + '\n',
     );
-    console.log(`console: first-load JS ${firstLoadJs} B gzipped, overview interactive in ${tti} ms with ${coverage.events.total} events (load average ${load})`);
+    console.log(
+      `console: first-load JS ${firstLoadJs} B gzipped, overview interactive in ${tti} ms with ${coverage.events.total} events (load average ${load})`,
+    );
     assert.ok(firstLoadJs <= 250 * 1024, `first-load JS ${firstLoadJs} B gzipped`);
     assert.deepEqual(errors, []);
   });
@@ -170,8 +172,12 @@ describe('console', { skip, timeout: 600_000 }, () => {
     await page.waitForSelector('text=Needs another plan');
     assert.match((await page.textContent('main'))!, /Business or Enterprise plan/);
     await page.goto(`${base}/console/#/overview`);
+    await page.waitForSelector('text=No products yet');
+    assert.match((await page.textContent('main pre'))!, /curl -X POST .*\/v1\/products/);
+    await api(base, starter.adminKey, '/v1/products', 'POST', { slug: 'first' });
+    await page.reload();
     await page.waitForSelector('text=No events yet');
-    assert.match((await page.textContent('main pre'))!, /curl -X POST/);
+    assert.match((await page.textContent('main pre'))!, /curl -X POST .*\/v1\/events[\s\S]*"product":"first"/);
     await shot(page, 'plan-and-empty');
     assert.deepEqual(errors, []);
   });

@@ -28,8 +28,20 @@ export function NoPermission({ what, permission }: { what: string; permission: s
 }
 
 /** No events yet: what to paste to send the first one. */
-export function FirstEvent({ product }: { product: string }) {
+export function FirstEvent({ product }: { product: string | undefined }) {
   const origin = location.origin;
+  if (!product)
+    return (
+      <Empty title="No products yet">
+        <p>
+          Create the product your application will send as <code>product</code>, with the tenant's admin key:
+        </p>
+        <pre
+          tabIndex={0}
+        >{`curl -X POST ${origin}/v1/products -H 'Authorization: Bearer <admin key>' -H 'Content-Type: application/json' -d '{"slug":"my-app"}'`}</pre>
+        <p>Then reload this page: it shows how to send a first event.</p>
+      </Empty>
+    );
   const curl = `curl -X POST ${origin}/v1/events \\
   -H 'Authorization: Bearer <ingest key>' -H 'Content-Type: application/json' \\
   -d '[{"event_id":"'$(uuidgen)'","category":"app","name":"started","timestamp":"'$(date -u +%FT%TZ)'","actor_id":"user-1","product":"${product}","product_version":"1.0.0"}]'`;

@@ -84,7 +84,7 @@ export function Overview({ access }: PageProps) {
           hint={`accounts and licenses rollup: ${when(cov?.refreshed_at ?? acc?.refreshed_at)}`}
         />
       </div>
-      {noEvents && <FirstEvent product={access.products[0]?.slug ?? 'demo-app'} />}
+      {noEvents && <FirstEvent product={access.products[0]?.slug} />}
       <section>
         <h2>Top exception groups</h2>
         {groups.length === 0 ? (
