@@ -127,7 +127,7 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.deepEqual(errors, []);
   });
 
-  it('a manage_products key toggles strict mode, registers and archives a version; a read-only key sees them disabled', async () => {
+  it('a manage_products key toggles strict mode, registers and archives a version, edits an allowlist; a read-only key sees them disabled', async () => {
     const { page, errors } = await openPage(browser);
     await signIn(page, base, t.adminKey);
     await page.goto(`${base}/console/#/versions?product=app`);
@@ -148,6 +148,18 @@ describe('console', { skip, timeout: 600_000 }, () => {
     );
     assert.equal(v?.status, 'archived');
     await shot(page, 'versions-manage');
+
+    await page.goto(`${base}/console/#/allowlists?product=web`);
+    await page.fill('#rule-category', 'app');
+    await page.fill('#rule-name', 'st*');
+    await page.click('button:has-text("Add rule")');
+    await page.waitForSelector('text=Remove app/st*');
+    await page.click('#allowlist-enabled');
+    await page.waitForFunction(() => (document.querySelector('#allowlist-enabled') as HTMLInputElement).checked);
+    await page.waitForFunction(() => !document.querySelector('#allowlist-enabled[disabled]'));
+    assert.deepEqual(await api(base, t.adminKey, '/v1/products/web/allowlist'), { enabled: true, rules: [{ category: 'app', name: 'st*' }] });
+    await shot(page, 'allowlist-manage');
+    await api(base, t.adminKey, '/v1/products/web/allowlist', 'PUT', { enabled: false, rules: [] });
 
     const readKey = await issueKey(base, t.tenantId, ['read']);
     const ro = await openPage(browser);
