@@ -25,7 +25,7 @@ const layerRules = Object.entries(LAYERS).map(([layer, forbidden]) => ({
 }));
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'client/dist/', '.tmp/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'client/dist/', 'console/dist/', '.tmp/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -28,6 +28,7 @@ import { accountRoutes } from './http/routes/accounts.js';
 import { exceptionRoutes } from './http/routes/exceptions.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
+import { registerConsole } from './http/plugins/console.js';
 import { isCalendarDate, isRfc3339, isUuidText } from './domain/text.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -178,6 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   exceptionRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
+  registerConsole(app);
   app.addHook('onClose', async () => {
     if (!deps.limiter) await ctx.limiter.close();
   });

@@ -64,6 +64,7 @@ export async function main(): Promise<void> {
   const jobs = startJobs(db, backgroundJobs(config), app.log);
   await app.listen({ port: config.port, host: config.host });
   if (banner) process.stdout.write(banner + '\n');
+  process.stdout.write(`Console: http://localhost:${config.port}/console/\n`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {

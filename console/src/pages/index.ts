@@ -1,0 +1,27 @@
+import type { FunctionComponent } from 'preact';
+import type { PageProps } from './common';
+import { Overview } from './overview';
+import { Exceptions } from './exceptions';
+import { Versions } from './versions';
+import { Accounts, Licenses } from './accounts';
+import { DeadLetters } from './dead-letters';
+import { Allowlists } from './allowlists';
+import { REPORTS } from './reports';
+
+export interface PageDef {
+  id: string;
+  title: string;
+  group: 'Monitor' | 'Analyse' | 'Manage';
+  view: FunctionComponent<PageProps>;
+}
+
+export const PAGES: PageDef[] = [
+  { id: 'overview', title: 'Overview', group: 'Monitor', view: Overview },
+  { id: 'exceptions', title: 'Exceptions', group: 'Monitor', view: Exceptions },
+  { id: 'dead-letters', title: 'Dead letters', group: 'Monitor', view: DeadLetters },
+  ...REPORTS,
+  { id: 'versions', title: 'Versions', group: 'Manage', view: Versions },
+  { id: 'accounts', title: 'Accounts', group: 'Manage', view: Accounts },
+  { id: 'licenses', title: 'Licenses', group: 'Manage', view: Licenses },
+  { id: 'allowlists', title: 'Allowlists', group: 'Manage', view: Allowlists },
+];

@@ -1,0 +1,92 @@
+// Report answers drawn without knowing their exact shape in advance: the first list of rows in
+// the answer becomes a table (and a chart when rows have a time and numbers); a row holding a
+// list of numbers (a retention cohort) becomes heatmap cells.
+import { LineChart } from '../chart';
+import { fmt } from '../data';
+import { Empty } from '../ui';
+
+type Row = Record<string, unknown>;
+const TIME_KEYS = ['t', 'time', 'bucket', 'interval_start', 'start', 'date', 'day', 'period', 'period_start', 'cohort'];
+
+export function rowsOf(answer: unknown): Row[] {
+  if (Array.isArray(answer)) return answer.filter((r): r is Row => typeof r === 'object' && r !== null);
+  if (typeof answer !== 'object' || answer === null) return [];
+  for (const key of ['data', 'series', 'steps', 'rows', 'cohorts', 'matrix', 'paths', 'versions', 'groups', 'points']) {
+    const v = (answer as Row)[key];
+    if (Array.isArray(v)) return rowsOf(v);
+  }
+  return [];
+}
+
+const cell = (v: unknown): string =>
+  typeof v === 'number' ? fmt.format(v) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+
+export function toCsv(rows: Row[]): string {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const esc = (v: unknown) => {
+    const s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n');
+}
+
+function heat(v: number, max: number): string {
+  const a = max > 0 ? Math.min(1, v / max) : 0;
+  return `rgba(37, 99, 235, ${(0.08 + a * 0.8).toFixed(2)})`;
+}
+
+export function Result({ answer, view, title }: { answer: unknown; view: string; title: string }) {
+  const rows = rowsOf(answer);
+  if (rows.length === 0)
+    return <Empty title="No data for this view">Widen the range or remove a filter; if nothing at all shows, send events first (see Overview).</Empty>;
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const timeKey = TIME_KEYS.find((k) => cols.includes(k) && rows.every((r) => !Number.isNaN(Date.parse(String(r[k])))));
+  const numeric = cols.filter((c) => c !== timeKey && rows.every((r) => typeof r[c] === 'number'));
+  const arrays = cols.filter((c) => rows.some((r) => Array.isArray(r[c]) && (r[c] as unknown[]).every((x) => typeof x === 'number')));
+  const scalars = cols.filter((c) => !arrays.includes(c));
+  const max = Math.max(0, ...rows.flatMap((r) => arrays.flatMap((c) => (r[c] as number[] | undefined) ?? [])).filter((x) => x <= 1e12));
+  const width = Math.max(0, ...rows.flatMap((r) => arrays.map((c) => ((r[c] as unknown[] | undefined) ?? []).length)));
+  return (
+    <>
+      {timeKey && numeric.length > 0 && view !== 'table' && (
+        <LineChart
+          title={title}
+          bars={view === 'bar'}
+          times={rows.map((r) => Date.parse(String(r[timeKey])) / 1000)}
+          series={numeric.map((c) => ({ label: c, values: rows.map((r) => r[c] as number) }))}
+        />
+      )}
+      <div class="table-wrap">
+        <table class={arrays.length ? 'heatmap' : undefined}>
+          <caption>{title}</caption>
+          <thead>
+            <tr>
+              {scalars.map((c) => (
+                <th scope="col" key={c}>
+                  {c}
+                </th>
+              ))}
+              {arrays.length > 0 && Array.from({ length: width }, (_, i) => <th scope="col" key={`p${i}`}>{`+${i}`}</th>)}
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r, i) => (
+              <tr key={i}>
+                {scalars.map((c) => (
+                  <td key={c}>{cell(r[c])}</td>
+                ))}
+                {arrays.flatMap((c) =>
+                  ((r[c] as number[] | undefined) ?? []).map((v, j) => (
+                    <td key={`${c}${j}`} style={{ background: heat(v, max) }}>
+                      {cell(v)}
+                    </td>
+                  )),
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}

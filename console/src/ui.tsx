@@ -1,0 +1,143 @@
+// Shared pieces: loading, error, empty and "not on this server yet" states, tables, filters.
+import type { ComponentChildren } from 'preact';
+import type { ApiError } from './api';
+import type { Loaded } from './data';
+import { setParam } from './route';
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" role="status" aria-live="polite">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function ErrorState({ error, retry }: { error: ApiError; retry?: () => void }) {
+  if (error.status === 404 && error.code !== 'product_not_found' && error.code !== 'version_not_found' && error.code !== 'account_not_found')
+    return (
+      <div class="notice" role="note">
+        <h2>Not available on this server yet</h2>
+        <p>This server does not answer this report ({error.detail || 'not found'}). It arrives with a newer version of Tally; the rest of the console works.</p>
+      </div>
+    );
+  if (error.status === 402)
+    return (
+      <div class="notice plan" role="note">
+        <h2>Needs another plan</h2>
+        <p>{error.detail}</p>
+        <p>Ask your operator to change the plan (`npm run admin -- set-plan &lt;tenant&gt; business`).</p>
+      </div>
+    );
+  const advice =
+    error.status === 401
+      ? 'The key is not valid any more: sign out and sign in with a current key.'
+      : error.status === 403
+        ? 'This key may not see this. Sign in with a key that has the permission.'
+        : error.status === 429
+          ? 'Too many requests for this plan: wait a minute and retry.'
+          : error.status === 0
+            ? 'The server did not answer: is it running?'
+            : 'Retry; if it persists, check the server log.';
+  return (
+    <div class="notice error" role="alert">
+      <h2>
+        Could not load ({error.status || 'network'} {error.code})
+      </h2>
+      <p>{error.detail}</p>
+      <p>{advice}</p>
+      {retry && (
+        <button type="button" onClick={retry}>
+          Retry
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** Renders a query's loading and error states, or its data through `children`. */
+export function Show<T>({ q, what, children }: { q: Loaded<T> & { reload: () => void }; what: string; children: (data: T) => ComponentChildren }) {
+  if (q.state === 'loading') return <Loading what={what} />;
+  if (q.state === 'error') return <ErrorState error={q.error} retry={q.reload} />;
+  return <>{children(q.data)}</>;
+}
+
+export function Empty({ title, children }: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <h3>{title}</h3>
+      {children}
+    </div>
+  );
+}
+
+export function Card({ label, value, hint, id }: { label: string; value: ComponentChildren; hint?: string; id?: string }) {
+  return (
+    <div class="card" data-metric={id}>
+      <div class="card-label">{label}</div>
+      <div class="card-value">{value}</div>
+      {hint && <div class="card-hint">{hint}</div>}
+    </div>
+  );
+}
+
+export function Select({ label, name, value, options }: { label: string; name: string; value: string; options: [string, string][] }) {
+  const id = `f-${name}`;
+  return (
+    <span class="field">
+      <label for={id}>{label}</label>
+      <select id={id} value={value} onChange={(e) => setParam(name, (e.currentTarget as HTMLSelectElement).value || undefined)}>
+        {options.map(([v, l]) => (
+          <option value={v} key={v}>
+            {l}
+          </option>
+        ))}
+      </select>
+    </span>
+  );
+}
+
+export function TextFilter({ label, name, value }: { label: string; name: string; value: string }) {
+  const id = `f-${name}`;
+  return (
+    <span class="field">
+      <label for={id}>{label}</label>
+      <input id={id} value={value} onChange={(e) => setParam(name, (e.currentTarget as HTMLInputElement).value.trim() || undefined)} />
+    </span>
+  );
+}
+
+export const RANGES: [string, string][] = [
+  ['', 'All time'],
+  ['24h', 'Last 24 hours'],
+  ['7d', 'Last 7 days'],
+  ['30d', 'Last 30 days'],
+  ['90d', 'Last 90 days'],
+];
+
+export function Table({ caption, head, rows }: { caption: string; head: string[]; rows: ComponentChildren[][] }) {
+  return (
+    <div class="table-wrap">
+      <table>
+        <caption>{caption}</caption>
+        <thead>
+          <tr>
+            {head.map((h) => (
+              <th scope="col" key={h}>
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r, i) => (
+            <tr key={i}>
+              {r.map((c, j) => (
+                <td key={j}>{c}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

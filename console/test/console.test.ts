@@ -1,0 +1,247 @@
+// The console in Debian's Chromium (playwright-core) against the real Tally server on a real
+// store (PGlite, or PostgreSQL with TEST_DATABASE_URL), seeded through the HTTP API. Nothing faked.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { startServer, type RunningServer } from '../../client/test/helpers/server.js';
+import { axe, buildConsole, launch, openPage, RESULTS, shot, signIn, skip } from './helpers/browser.js';
+import { api, createTenant, issueKey, seedTenant, type Seeded } from './helpers/seed.js';
+
+const DOCS = join(process.cwd(), 'docs');
+let server: RunningServer;
+let browser: Browser;
+let t: Seeded;
+let base: string;
+
+before(async () => {
+  if (skip) return;
+  buildConsole();
+  server = await startServer();
+  base = server.url;
+  t = await seedTenant(server);
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const metric = (page: Page, id: string) => page.textContent(`[data-metric=${id}] .card-value`);
+const settled = (page: Page) => page.waitForFunction(() => !document.querySelector('main [role=status]'), undefined, { timeout: 60_000 });
+
+describe('console', { skip, timeout: 600_000 }, () => {
+  it('signs in with a key (a wrong one is refused), and the overview shows the API numbers; first-load JS and time to interactive are measured', async () => {
+    const { page, errors } = await openPage(browser);
+    const js: Promise<number>[] = [];
+    page.on('response', (r) => void (r.url().includes('/console/assets/') && r.url().endsWith('.js') && js.push(r.body().then((b) => gzipSync(b).length))));
+    await page.goto(`${base}/console/`);
+    await page.fill('#api-key', 'tk_live_not-a-key');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('text=That key was refused');
+    await page.fill('#api-key', t.adminKey);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('[data-ready]');
+    assert.equal(await page.evaluate(() => document.cookie), '');
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('tally.console.key')), t.adminKey);
+    const firstLoadJs = (await Promise.all(js)).reduce((a, b) => a + b, 0);
+
+    const versions = (await Promise.all(['app', 'web'].map((p) => api<{ data: unknown[] }>(base, t.adminKey, `/v1/products/${p}/versions?limit=500`)))).flatMap(
+      (r) => r.data,
+    );
+    const groups = await api<{ data: unknown[] }>(base, t.adminKey, '/v1/exceptions?limit=5');
+    const coverage = await api<{ events: { total: number } }>(base, t.adminKey, '/v1/accounts/coverage');
+    assert.equal(await metric(page, 'products'), '2');
+    assert.equal(await metric(page, 'versions'), String(versions.length));
+    assert.equal(await metric(page, 'exception-groups'), String(groups.data.length));
+    assert.equal(await metric(page, 'dead-letters-24h'), '2');
+    assert.equal(await metric(page, 'events-30d'), coverage.events.total.toLocaleString('en-US'));
+    assert.equal(coverage.events.total, 240 + Number(process.env.CONSOLE_PERF_EVENTS ?? 0));
+    await page.waitForSelector('text=TypeError');
+    await shot(page, 'overview', join(DOCS, 'console-overview.png'));
+
+    // Time to interactive, cold (new context, no cached assets), straight to the overview.
+    const cold = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await cold.addInitScript((key) => sessionStorage.setItem('tally.console.key', key), t.adminKey);
+    const p2 = await cold.newPage();
+    await p2.goto(`${base}/console/#/overview`);
+    await p2.waitForSelector('[data-ready]', { timeout: 60_000 });
+    const tti = await p2.evaluate(() => Math.round(performance.now()));
+    await cold.close();
+    const load = (await import('node:os')).loadavg()[0]!.toFixed(1);
+    writeFileSync(
+      join(RESULTS, 'console-perf.json'),
+      JSON.stringify({ events: coverage.events.total, first_load_js_gzip_bytes: firstLoadJs, overview_interactive_ms: tti, load_1m: load }) + '\n',
+    );
+    console.log(
+      `console: first-load JS ${firstLoadJs} B gzipped, overview interactive in ${tti} ms with ${coverage.events.total} events (load average ${load})`,
+    );
+    assert.ok(firstLoadJs <= 250 * 1024, `first-load JS ${firstLoadJs} B gzipped`);
+    assert.deepEqual(errors, []);
+  });
+
+  it('every page renders the API numbers, without console errors or serious axe violations', async () => {
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, t.adminKey);
+    const hrefs = await page.$$eval('nav a', (as) => as.map((a) => a.getAttribute('href')!));
+    assert.ok(hrefs.length >= 18, `${hrefs.length} pages`);
+    const problems: string[] = [];
+    for (const href of hrefs) {
+      await page.goto(`${base}/console/${href}`);
+      await page.waitForSelector(`nav a[href="${href}"][aria-current=page]`);
+      await settled(page);
+      for (const v of await axe(page)) problems.push(`${href}: ${v.impact} ${v.id} (${v.help}, ${v.nodes} nodes)`);
+      await shot(page, href.replace(/\W+/g, '-').replace(/^-|-$/g, ''));
+    }
+    assert.deepEqual(problems, []);
+
+    const groups = await api<{ data: { exception_type: string; count: number }[] }>(base, t.adminKey, '/v1/exceptions?limit=100');
+    await page.goto(`${base}/console/#/exceptions`);
+    await page.waitForSelector('table');
+    const shown = await page.$$eval('tbody tr', (rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    assert.deepEqual(
+      shown.map((r) => [r[0], r[1]]),
+      groups.data.map((g) => [g.exception_type, String(g.count)]),
+    );
+    await page.click('text=TypeError');
+    await page.waitForSelector('pre.stack');
+    assert.match((await page.textContent('pre.stack'))!, /at exportReport \(app\/export\.ts/);
+    assert.match(page.url(), /fingerprint=/);
+    await shot(page, 'exception-detail');
+
+    const accounts = await api<{ data: { account_id: string; events: number }[] }>(base, t.adminKey, '/v1/accounts?limit=200');
+    await page.goto(`${base}/console/#/accounts`);
+    await page.waitForSelector('table');
+    const rows = await page.$$eval('tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent)));
+    assert.deepEqual(
+      rows,
+      accounts.data.map((a) => [a.account_id, a.events.toLocaleString('en-US')]),
+    );
+
+    await page.goto(`${base}/console/#/dead-letters?range=24h`);
+    await page.waitForSelector('table');
+    assert.equal(await page.$$eval('tbody tr', (rs) => rs.length), 2);
+    assert.match((await page.textContent('tbody'))!, /UNRECOGNIZED_PRODUCT/);
+    assert.deepEqual(errors, []);
+  });
+
+  it('a manage_products key toggles strict mode, registers and archives a version, edits an allowlist; a read-only key sees them disabled', async () => {
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, t.adminKey);
+    await page.goto(`${base}/console/#/versions?product=app`);
+    await page.waitForSelector('#strict-mode');
+    assert.equal(await page.isChecked('#strict-mode'), false);
+    await page.click('#strict-mode');
+    await page.waitForFunction(() => (document.querySelector('#strict-mode') as HTMLInputElement).checked);
+    await page.waitForFunction(() => !document.querySelector('#strict-mode[disabled]'));
+    assert.equal((await api<{ strict_versions_enabled: boolean }>(base, t.adminKey, '/v1/products/app')).strict_versions_enabled, true);
+
+    await page.fill('#reg-version', '3.0.0');
+    await page.click('button:has-text("Register")');
+    await page.waitForSelector('text=Archive 3.0.0');
+    await page.click('text=Archive 3.0.0');
+    await page.waitForSelector('text=Restore 3.0.0');
+    const v = (await api<{ data: { product_version: string; status: string }[] }>(base, t.adminKey, '/v1/products/app/versions?limit=500')).data.find(
+      (x) => x.product_version === '3.0.0',
+    );
+    assert.equal(v?.status, 'archived');
+    await shot(page, 'versions-manage');
+
+    await page.goto(`${base}/console/#/allowlists?product=web`);
+    await page.fill('#rule-category', 'app');
+    await page.fill('#rule-name', 'st*');
+    await page.click('button:has-text("Add rule")');
+    await page.waitForSelector('text=Remove app/st*');
+    await page.click('#allowlist-enabled');
+    await page.waitForFunction(() => (document.querySelector('#allowlist-enabled') as HTMLInputElement).checked);
+    await page.waitForFunction(() => !document.querySelector('#allowlist-enabled[disabled]'));
+    assert.deepEqual(await api(base, t.adminKey, '/v1/products/web/allowlist'), { enabled: true, rules: [{ category: 'app', name: 'st*' }] });
+    await shot(page, 'allowlist-manage');
+    await api(base, t.adminKey, '/v1/products/web/allowlist', 'PUT', { enabled: false, rules: [] });
+
+    const readKey = await issueKey(base, t.tenantId, ['read']);
+    const ro = await openPage(browser);
+    await signIn(ro.page, base, readKey);
+    await ro.page.goto(`${base}/console/#/versions?product=app`);
+    await ro.page.waitForSelector('#strict-mode');
+    assert.equal(await ro.page.isDisabled('#strict-mode'), true);
+    assert.equal(await ro.page.$('#reg-version'), null);
+    assert.equal(await ro.page.$('text=Archive 1.0.0'), null);
+    await ro.page.goto(`${base}/console/#/accounts`);
+    await ro.page.waitForSelector('text=may not see this');
+    await shot(ro.page, 'read-only-key');
+    await api(base, t.adminKey, '/v1/products/app', 'PATCH', { strict_versions_enabled: false });
+    assert.deepEqual([...errors, ...ro.errors], []);
+  });
+
+  it('a 402 says which plan unlocks the account views', async () => {
+    const starter = await createTenant(base, 'starter', 'small');
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, starter.adminKey);
+    await page.goto(`${base}/console/#/accounts`);
+    await page.waitForSelector('text=Needs another plan');
+    assert.match((await page.textContent('main'))!, /Business or Enterprise plan/);
+    await page.goto(`${base}/console/#/overview`);
+    await page.waitForSelector('text=No products yet');
+    assert.match((await page.textContent('main pre'))!, /curl -X POST .*\/v1\/products/);
+    await api(base, starter.adminKey, '/v1/products', 'POST', { slug: 'first' });
+    await page.reload();
+    await page.waitForSelector('text=No events yet');
+    assert.match((await page.textContent('main pre'))!, /curl -X POST .*\/v1\/events[\s\S]*"product":"first"/);
+    await shot(page, 'plan-and-empty');
+    assert.deepEqual(errors, []);
+  });
+
+  it('keyboard navigation reaches every control', async () => {
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, t.adminKey);
+    for (const view of ['overview', 'versions?product=app', 'allowlists?product=app', 'funnels', 'trends']) {
+      await page.goto(`${base}/console/#/${view}`);
+      await settled(page);
+      const controls = await page.$$eval('a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), [tabindex="0"]', (els) =>
+        els.filter((e) => (e as HTMLElement).offsetParent !== null).map((e, i) => ((e as HTMLElement).dataset.k = String(i))),
+      );
+      const reached = new Set<string>();
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+      for (let i = 0; i < controls.length + 5; i++) {
+        await page.keyboard.press('Tab');
+        const k = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.k);
+        if (k) reached.add(k);
+      }
+      assert.deepEqual(
+        controls.filter((k) => !reached.has(k)),
+        [],
+        `${view}: controls never focused by Tab`,
+      );
+    }
+    assert.deepEqual(errors, []);
+  });
+
+  it('funnels: build a 3-step funnel, change the range, add a breakdown; the state is in the URL', async () => {
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, t.adminKey);
+    await page.goto(`${base}/console/#/funnels`);
+    for (const step of ['app:opened', 'editor:file_saved']) {
+      await page.fill('#new-step', step);
+      await page.click('button:has-text("Add step")');
+    }
+    await page.waitForFunction(() => document.querySelectorAll('ol.steps > li').length === 4);
+    await page.selectOption('#f-range', '7d');
+    await page.selectOption('#f-breakdown', 'version');
+    await settled(page);
+    const url = new URL(page.url().replace('#/', ''));
+    assert.equal(url.searchParams.get('steps'), 'app:started,app:opened,editor:file_saved');
+    assert.equal(url.searchParams.get('range'), '7d');
+    assert.equal(url.searchParams.get('breakdown'), 'version');
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('ol.steps > li').length === 4);
+    const available = !(await page.$('text=Not available on this server yet'));
+    await shot(page, 'funnel', available ? join(DOCS, 'console-funnel.png') : undefined);
+    await page.goto(`${base}/console/#/retention?range=30d&interval=week`);
+    await settled(page);
+    if (!(await page.$('text=Not available on this server yet'))) await shot(page, 'retention', join(DOCS, 'console-retention.png'));
+    assert.deepEqual(errors, []);
+  });
+});

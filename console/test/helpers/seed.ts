@@ -1,0 +1,114 @@
+// A seeded tenant for the console's browser tests, sent through the real HTTP API of a real
+// server (events, exceptions, a rejected event), then the real rollup job run once.
+import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import { ADMIN_TOKEN } from '../../../test/helpers/app.js';
+import { rollupJob } from '../../../src/jobs/rollups.js';
+import { startJobs } from '../../../src/jobs/runner.js';
+import type { RunningServer } from '../../../client/test/helpers/server.js';
+
+export interface Seeded {
+  tenantId: string;
+  adminKey: string;
+  ingestKey: string;
+}
+
+async function call(base: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+
+export async function api<T>(base: string, key: string, path: string, method = 'GET', body?: unknown): Promise<T> {
+  const r = await call(base, key, method, path, body);
+  if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
+  return r.json as T;
+}
+
+export async function createTenant(base: string, plan: string, name: string): Promise<Seeded> {
+  const body = await api<{ tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] }>(base, ADMIN_TOKEN, '/admin/v1/tenants', 'POST', {
+    name,
+    plan,
+  });
+  return {
+    tenantId: body.tenant.id,
+    ingestKey: body.api_keys.find((k) => k.permissions.length === 1)!.key,
+    adminKey: body.api_keys.find((k) => k.permissions.length === 4)!.key,
+  };
+}
+
+export async function issueKey(base: string, tenantId: string, permissions: string[]): Promise<string> {
+  const body = await api<{ key: string }>(base, ADMIN_TOKEN, `/admin/v1/tenants/${tenantId}/keys`, 'POST', { permissions, name: permissions.join('-') });
+  return body.key;
+}
+
+/** Two products, three versions, 12 actors in 3 accounts, 240 events over the last 5 days, 3 exception groups, 2 dead letters. */
+export async function seedTenant(server: RunningServer): Promise<Seeded> {
+  const base = server.url;
+  const t = await createTenant(base, 'business', 'console');
+  for (const slug of ['app', 'web']) await api(base, t.adminKey, '/v1/products', 'POST', { slug, name: slug === 'app' ? 'Desktop app' : 'Web app' });
+  const now = Date.now();
+  const events = Array.from({ length: 240 }, (_, i) => ({
+    event_id: uuidv7(),
+    category: i % 3 === 0 ? 'editor' : 'app',
+    name: i % 3 === 0 ? 'file_saved' : i % 2 ? 'started' : 'opened',
+    timestamp: new Date(now - (i % 5) * 86_400_000 - i * 60_000).toISOString(),
+    actor_id: `user-${i % 12}`,
+    product: i % 4 === 0 ? 'web' : 'app',
+    product_version: ['1.0.0', '1.1.0', '2.0.0'][i % 3]!,
+    account_id: `acme-${i % 3}`,
+    license_id: `lic-${i % 6}`,
+  }));
+  for (let i = 0; i < events.length; i += 100) await api(base, t.ingestKey, '/v1/events', 'POST', events.slice(i, i + 100));
+  await bulk(base, t.ingestKey, Number(process.env.CONSOLE_PERF_EVENTS ?? 0), now);
+  const kinds = ['TypeError', 'RangeError', 'IOError'];
+  for (let i = 0; i < 7; i++) {
+    const type = kinds[i % 3]!;
+    await api(base, t.ingestKey, '/v1/events/exceptions', 'POST', {
+      exception_id: randomUUID(),
+      exception_type: type,
+      severity: i % 2 ? 'non_fatal' : 'fatal',
+      occurred_at: new Date(now - i * 3_600_000).toISOString(),
+      actor_id: `user-${i}`,
+      message: `${type} in export`,
+      stack_trace: `${type}: ${type} in export\n    at exportReport (app/export.ts:${10 + (i % 3)}:5)\n    at main (app/main.ts:3:1)`,
+      product: 'app',
+      product_version: '2.0.0',
+      account_id: 'acme-0',
+    });
+  }
+  // Rejected: an unknown product and a bad timestamp, kept as dead letters.
+  await call(base, t.ingestKey, 'POST', '/v1/events', [{ ...events[0], event_id: uuidv7(), product: 'nope' }]);
+  await call(base, t.ingestKey, 'POST', '/v1/events', [{ ...events[1], event_id: uuidv7(), product: 'nope2' }]);
+  const jobs = startJobs(server.t.db, [rollupJob(60)], { info() {}, warn() {}, error() {}, debug() {} } as never);
+  await jobs.runOnce('rollups');
+  await jobs.stop();
+  return t;
+}
+
+/** CONSOLE_PERF_EVENTS=1000000: that many more events over 29 days (inside the rollup's 30-day window), 1,000 a request, 4 requests at a time (for the time-to-interactive measurement). */
+async function bulk(base: string, key: string, count: number, now: number): Promise<void> {
+  let sent = 0;
+  const batch = () => {
+    const n = Math.min(1000, count - sent);
+    sent += n;
+    return Array.from({ length: n }, (_, i) => ({
+      event_id: uuidv7(),
+      category: 'bulk',
+      name: `action_${i % 20}`,
+      timestamp: new Date(now - ((sent + i) % (29 * 1440)) * 60_000).toISOString(),
+      actor_id: `bulk-${(sent + i) % 5000}`,
+      product: 'app',
+      product_version: '2.0.0',
+      account_id: `bulk-acct-${i % 50}`,
+    }));
+  };
+  const worker = async () => {
+    while (sent < count) await api(base, key, '/v1/events', 'POST', batch());
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+}
