@@ -139,6 +139,7 @@ CREATE TABLE rm_compaction_due (
   tenant_id  uuid NOT NULL,
   day        date NOT NULL,
   folds      int NOT NULL,
+  slice      bigint NOT NULL,      -- the last slice that counted (its end xid): a slice counts once
   PRIMARY KEY (tenant_id, day)
 );
 

@@ -22,9 +22,10 @@ const utcHour = (col: string) => `(date_trunc('hour', ${col} AT TIME ZONE 'UTC')
 /** The identified actor an id resolves to (one level: links never chain). */
 const resolved = (alias: string, actor: string) =>
   `coalesce((SELECT k.identified_actor_id FROM actor_links k WHERE k.tenant_id = ${alias}.tenant_id AND k.anonymous_actor_id = ${actor}), ${actor})`;
+/** The days a statement wrote deltas to, counted once per slice (the slice is named by its end, $2). */
 const due = (from: string) => `due AS (
-    INSERT INTO rm_compaction_due (tenant_id, day, folds) SELECT DISTINCT tenant_id, day, 1 FROM ${from}
-    ON CONFLICT (tenant_id, day) DO UPDATE SET folds = rm_compaction_due.folds + 1)`;
+    INSERT INTO rm_compaction_due (tenant_id, day, folds, slice) SELECT DISTINCT tenant_id, day, 1, $2::bigint FROM ${from}
+    ON CONFLICT (tenant_id, day) DO UPDATE SET folds = rm_compaction_due.folds + 1, slice = excluded.slice WHERE rm_compaction_due.slice <> excluded.slice)`;
 
 /** Folds the slice's events, sessions, exceptions and identify links; returns the tenants that had any. */
 export async function foldReadModel(q: Queryable, s: Slice): Promise<Set<string>> {
