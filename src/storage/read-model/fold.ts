@@ -35,72 +35,79 @@ export async function foldReadModel(q: Queryable, s: Slice): Promise<Set<string>
   add(await q.query(LINKS_ACTOR_DAYS, p));
   for (const sql of LINKS_OTHERS) await q.query(sql, p);
   add(await q.query(EVENTS, p));
-  await q.query(EVENT_FIRSTS, p);
-  await q.query(SESSION_CONTEXT_FROM_EVENTS, p);
   add(await q.query(SESSION_STARTS, p));
   await q.query(SESSION_CHANGES, p);
   add(await q.query(EXCEPTIONS, p));
   return tenants;
 }
 
+// One read of the slice's events, grouped at the finest grain any derived table needs (hour, product,
+// version, name, actor, session, account, license): a hash aggregate that shrinks the slice to the
+// number of distinct combinations before anything is sorted or written. Every table is built from it.
 const EVENTS = `
   WITH n AS MATERIALIZED (
-    SELECT tenant_id, product_id, product_version AS version, category, name, occurred_at AS at, ${utcDay('occurred_at')} AS day,
-           actor_id, coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id
-      FROM events WHERE ${inSlice('ingest_xid')}),
+    SELECT tenant_id, ${utcHour('occurred_at')} AS hour, product_id, product_version AS version, category, name, actor_id, session_id,
+           coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id,
+           count(*) AS events, min(occurred_at) AS first_seen, max(occurred_at) AS last_seen
+      FROM events WHERE ${inSlice('ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+  d AS MATERIALIZED (SELECT n.*, (hour AT TIME ZONE 'UTC')::date AS day FROM n),
+  ids AS MATERIALIZED (
+    SELECT a.tenant_id, a.actor_id, ${resolved('a', 'a.actor_id')} AS actor, env.os, env.runtime, env.locale
+      FROM (SELECT DISTINCT tenant_id, actor_id FROM n) a LEFT JOIN LATERAL (
+        SELECT coalesce(data->>'os_name', data->>'os') AS os, data->>'runtime' AS runtime, data->>'locale' AS locale
+          FROM environments e WHERE e.tenant_id = a.tenant_id AND e.actor_id = a.actor_id ORDER BY received_at DESC LIMIT 1) env ON true),
   hours AS (
     INSERT INTO rm_event_hours (tenant_id, hour, product_id, product_version, category, name, events, first_seen, last_seen)
-    SELECT tenant_id, ${utcHour('at')}, product_id, version, category, name, count(*), min(at), max(at) FROM n GROUP BY 1, 2, 3, 4, 5, 6),
+    SELECT tenant_id, hour, product_id, version, category, name, sum(events), min(first_seen), max(last_seen) FROM n GROUP BY 1, 2, 3, 4, 5, 6),
   usage AS (
     INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, first_seen, last_seen)
-    SELECT tenant_id, day, account_id, license_id, product_id, version, count(*), min(at), max(at) FROM n GROUP BY 1, 2, 3, 4, 5, 6),
+    SELECT tenant_id, day, account_id, license_id, product_id, version, sum(events), min(first_seen), max(last_seen) FROM d GROUP BY 1, 2, 3, 4, 5, 6),
   features AS (
     INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
-    SELECT tenant_id, day, account_id, license_id, product_id, category, name, count(*), min(at), max(at) FROM n GROUP BY 1, 2, 3, 4, 5, 6, 7),
+    SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7),
+  gv AS (
+    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, version, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+      FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7),
   g AS (
-    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, count(*) AS events, min(at) AS first_seen, max(at) AS last_seen,
-           (array_agg(version ORDER BY at DESC))[1] AS version
-      FROM n GROUP BY 1, 2, 3, 4, 5, 6),
-  r AS MATERIALIZED (SELECT g.*, ${resolved('g', 'g.actor_id')} AS actor FROM g),
+    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
+           (array_agg(version ORDER BY last_seen DESC))[1] AS version
+      FROM gv GROUP BY 1, 2, 3, 4, 5, 6),
   days AS (
     INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen)
-    SELECT r.tenant_id, r.day, r.actor, r.product_id, r.account_id, r.license_id, r.version, r.events, false, env.os, env.runtime, env.locale, r.first_seen, r.last_seen
-      FROM r LEFT JOIN LATERAL (
-        SELECT coalesce(data->>'os_name', data->>'os') AS os, data->>'runtime' AS runtime, data->>'locale' AS locale
-          FROM environments e WHERE e.tenant_id = r.tenant_id AND e.actor_id = r.actor_id ORDER BY received_at DESC LIMIT 1) env ON true),
+    SELECT g.tenant_id, g.day, i.actor, g.product_id, g.account_id, g.license_id, g.version, g.events, false, i.os, i.runtime, i.locale, g.first_seen, g.last_seen
+      FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id),
   firsts AS (
     INSERT INTO rm_actor_first (tenant_id, actor_id, product_id, first_seen)
-    SELECT DISTINCT ON (tenant_id, actor) tenant_id, actor, product_id, first_seen FROM r ORDER BY tenant_id, actor, first_seen
+    SELECT DISTINCT ON (g.tenant_id, i.actor) g.tenant_id, i.actor, g.product_id, g.first_seen
+      FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id ORDER BY g.tenant_id, i.actor, g.first_seen
     ON CONFLICT (tenant_id, actor_id) DO UPDATE SET first_seen = excluded.first_seen, product_id = excluded.product_id
      WHERE excluded.first_seen < rm_actor_first.first_seen),
-  ${due('n')}
-  SELECT DISTINCT tenant_id FROM n`;
-
-const EVENT_FIRSTS = `
-  INSERT INTO rm_actor_event_first (tenant_id, category, name, actor_id, product_id, first_seen)
-  SELECT DISTINCT ON (1, 2, 3, 4) g.tenant_id, g.category, g.name, ${resolved('g', 'g.actor_id')}, g.product_id, g.first_seen
-    FROM (SELECT tenant_id, category, name, actor_id, product_id, min(occurred_at) AS first_seen
-            FROM events WHERE ${inSlice('ingest_xid')} GROUP BY 1, 2, 3, 4, 5) g
-   ORDER BY 1, 2, 3, 4, g.first_seen
-  ON CONFLICT (tenant_id, category, name, actor_id) DO UPDATE SET first_seen = excluded.first_seen, product_id = excluded.product_id
-   WHERE excluded.first_seen < rm_actor_event_first.first_seen`;
-
-// A session whose start carried neither account nor license takes both from the first of its
-// events that carries one. If the session was already counted (under no account), the count moves.
-const SESSION_CONTEXT_FROM_EVENTS = `
-  WITH c AS (
-    SELECT DISTINCT ON (tenant_id, session_id) tenant_id, session_id::text AS session_id, account_id, license_id
-      FROM events WHERE ${inSlice('ingest_xid')} AND session_id IS NOT NULL AND (account_id IS NOT NULL OR license_id IS NOT NULL)
-     ORDER BY tenant_id, session_id, occurred_at),
-  up AS (
-    INSERT INTO rm_sessions AS s (tenant_id, session_id, account_id, license_id) SELECT * FROM c
+  event_firsts AS (
+    INSERT INTO rm_actor_event_first (tenant_id, category, name, actor_id, product_id, first_seen)
+    SELECT DISTINCT ON (1, 2, 3, 4) n.tenant_id, n.category, n.name, i.actor, n.product_id, n.first_seen
+      FROM (SELECT tenant_id, category, name, actor_id, product_id, min(first_seen) AS first_seen FROM n GROUP BY 1, 2, 3, 4, 5) n
+      JOIN ids i ON i.tenant_id = n.tenant_id AND i.actor_id = n.actor_id
+     ORDER BY 1, 2, 3, 4, n.first_seen
+    ON CONFLICT (tenant_id, category, name, actor_id) DO UPDATE SET first_seen = excluded.first_seen, product_id = excluded.product_id
+     WHERE excluded.first_seen < rm_actor_event_first.first_seen),
+  -- A session whose start carried neither account nor license takes both from the first of its
+  -- events that carries one. If the session was already counted (under no account), the count moves.
+  ctx AS (
+    SELECT DISTINCT ON (tenant_id, session_id) tenant_id, session_id::text AS session_id, nullif(account_id, '') AS account_id, nullif(license_id, '') AS license_id
+      FROM n WHERE session_id IS NOT NULL AND (account_id <> '' OR license_id <> '')
+     ORDER BY tenant_id, session_id, first_seen),
+  adopted AS (
+    INSERT INTO rm_sessions AS s (tenant_id, session_id, account_id, license_id) SELECT * FROM ctx
     ON CONFLICT (tenant_id, session_id) DO UPDATE SET account_id = excluded.account_id, license_id = excluded.license_id
      WHERE s.account_id IS NULL AND s.license_id IS NULL
-    RETURNING tenant_id, started_at, day, product_id, product_version, account_id, license_id)
-  INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, sessions)
-  SELECT up.tenant_id, up.day, v.a, v.l, up.product_id, up.product_version, v.n
-    FROM up CROSS JOIN LATERAL (VALUES ('', '', -1), (coalesce(up.account_id, ''), coalesce(up.license_id, ''), 1)) AS v(a, l, n)
-   WHERE up.started_at IS NOT NULL`;
+    RETURNING tenant_id, started_at, day, product_id, product_version, account_id, license_id),
+  moved AS (
+    INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, sessions)
+    SELECT a.tenant_id, a.day, v.a, v.l, a.product_id, a.product_version, v.n
+      FROM adopted a CROSS JOIN LATERAL (VALUES ('', '', -1), (coalesce(a.account_id, ''), coalesce(a.license_id, ''), 1)) AS v(a, l, n)
+     WHERE a.started_at IS NOT NULL),
+  ${due('d')}
+  SELECT DISTINCT tenant_id FROM n`;
 
 const SESSION_STARTS = `
   WITH up AS (
