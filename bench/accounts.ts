@@ -170,7 +170,7 @@ async function main(): Promise<void> {
   await admin(`CREATE DATABASE ${dbName()}`);
   const db = await openDb({ databaseUrl: DATABASE_URL, poolSize: 8 });
   await migrate(db);
-  const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn' });
+  const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0' }); // no load shedding: latency is what is measured
   const plans = mergePlans({ enterprise: { requests_per_minute: 1_000_000 } });
   const app = await buildApp({ config, db, plans });
   const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench', plan: 'enterprise' });
