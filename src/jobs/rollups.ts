@@ -34,7 +34,7 @@ function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T>
  * of the tenants that had new data or whose window moved to a new day (cost follows the window's
  * derived rows, never raw events), then compact the days whose deltas have piled up.
  *
- * The fold goes in slices of transaction ids, each slice its own transaction: its facts, the
+ * The fold goes in slices of transaction ids, each slice its own transaction: its derived rows, the
  * horizon it moved, and the tenants it touched (marked for refresh) commit together, so every row
  * is folded exactly once and no refresh is lost to a crash. Each tenant's refresh is a transaction
  * of its own. Slices aim at `sliceMs` each, halving or doubling their width from the last one's

@@ -1,7 +1,7 @@
 import type { Queryable } from './db.js';
 import { iso } from './rows.js';
 
-// Reads for the account and license endpoints: snapshots for lists, daily facts within the
+// Reads for the account and license endpoints: snapshots for lists, the read model within the
 // tenant's window for one account or license. Every function takes the tenant first.
 
 export interface RollupInfo {

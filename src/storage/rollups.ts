@@ -53,7 +53,7 @@ export async function foldRange(q: Queryable, maxXids = Number.MAX_SAFE_INTEGER,
   };
 }
 
-/** Marks tenants whose facts a slice changed, for a refresh (rollup_dirty). */
+/** Marks tenants whose derived rows a slice changed, for a refresh (rollup_dirty). */
 export async function markDirty(q: Queryable, tenantIds: string[]): Promise<void> {
   if (tenantIds.length === 0) return;
   await q.query('INSERT INTO rollup_dirty (tenant_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [tenantIds]);
@@ -89,7 +89,7 @@ export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Set<strin
   return tenants;
 }
 
-/** Tenants whose snapshot is due: new facts, or a window that has moved to a new day. */
+/** Tenants whose snapshot is due: new derived rows, or a window that has moved to a new day. */
 export async function staleTenants(q: Queryable, windowStart: string): Promise<string[]> {
   const rows = await q.query<{ tenant_id: string }>('SELECT tenant_id FROM tenant_rollups WHERE window_start < $1::date', [windowStart]);
   return rows.map((r) => r.tenant_id);
