@@ -170,7 +170,7 @@ async function main(): Promise<void> {
   await admin(`CREATE DATABASE ${dbName()}`);
   const db = await openDb({ databaseUrl: DATABASE_URL, poolSize: 8 });
   await migrate(db);
-  const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn' });
+  const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0' }); // no load shedding: latency is what is measured
   const plans = mergePlans({ enterprise: { requests_per_minute: 1_000_000 } });
   const app = await buildApp({ config, db, plans });
   const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench', plan: 'enterprise' });
@@ -194,8 +194,8 @@ async function main(): Promise<void> {
   console.log(`generated in ${generateS.toFixed(0)} s, vacuum analyze ${secs(t0).toFixed(0)} s; ${sizes.map((r) => `${r.relname} ${r.size}`).join(', ')}`);
 
   const initial = await refresh(db, 'initial fold');
-  await gen.query('ANALYZE ru_event_facts, ru_actor_facts, ru_session_facts, ru_exception_facts, ru_accounts, ru_licenses');
-  const facts = (await gen.query("SELECT relname, n_live_tup::int AS n, pg_size_pretty(pg_total_relation_size(relid)) AS size FROM pg_stat_user_tables WHERE relname LIKE 'ru\\_%' ORDER BY 1")).rows;
+  await gen.query('ANALYZE rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions, ru_accounts, ru_licenses');
+  const facts = (await gen.query("SELECT relname, n_live_tup::int AS n, pg_size_pretty(pg_total_relation_size(relid)) AS size FROM pg_stat_user_tables WHERE relname ~ '^(ru|rm)_' ORDER BY 1")).rows;
   console.log(`facts: ${facts.map((r) => `${r.relname} ${r.n.toLocaleString('en')} rows (${r.size})`).join(', ')}`);
 
   await app.listen({ port: 0, host: '127.0.0.1' });

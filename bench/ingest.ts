@@ -1,6 +1,8 @@
 // Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same events insert (eventsInsertSql, as its own statement and transaction, as the server's batch write runs it), no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
-//        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--profile DIR] [--store-alone]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
+//        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--rollups-duration 180] [--backlog 1000000] [--profile DIR] [--store-alone]
+//   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md). --rollups: the same HTTP load again on a server with the
+//   rollup job at its default interval, the read model's lag every 5 s, and the database time to fold a backlog of --backlog events.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { openDb, type Db } from '../src/storage/db.js';
 import { eventsInsertSql, type EventRecord } from '../src/storage/events.js';
 import { migrate } from '../src/storage/migrate.js';
 import { killOnExit, removeOnExit } from '../test/helpers/on-exit.js';
+import { foldBacklog, LagTracker, probe, sampleLag } from './read-model.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -29,6 +32,8 @@ const { values: opt } = parseArgs({
     'latency-concurrency': { type: 'string' },
     profile: { type: 'string' },
     rollups: { type: 'boolean', default: false },
+    'rollups-duration': { type: 'string', default: '180' },
+    backlog: { type: 'string', default: '1000000' },
     'store-alone': { type: 'boolean', default: false },
   },
 });
@@ -133,6 +138,7 @@ let port = 0;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 let duplicatesSeen = 0;
 let acked = 0; // events the server acknowledged, checked against its usage counter at the end
+const tracker = new LagTracker();
 function postEvents(key: string, body: Buffer, expect: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -143,7 +149,7 @@ function postEvents(key: string, body: Buffer, expect: number): Promise<void> {
           if (head.length < 40) head += chunk.toString('latin1', 0, 40);
           if (chunk.includes('"duplicate"')) duplicatesSeen++;
         });
-        res.on('end', () => (res.statusCode === 200 && head.startsWith(`{"accepted":${expect},"rejected":0`) ? ((acked += expect), resolve()) : reject(new Error(`POST /v1/events: ${res.statusCode} ${head}`))));
+        res.on('end', () => (res.statusCode === 200 && head.startsWith(`{"accepted":${expect},"rejected":0`) ? ((acked += expect), tracker.ack(acked), resolve()) : reject(new Error(`POST /v1/events: ${res.statusCode} ${head}`))));
       },
     );
     req.on('error', reject);
@@ -217,16 +223,18 @@ async function freePort(): Promise<number> {
   await new Promise((r) => s.close(r));
   return p;
 }
-function startServer(): ChildProcess {
+let current: ChildProcess | undefined; // killed if the bench fails: a server left running would keep folding into later runs
+function startServer(rollups = false): ChildProcess {
   const plansFile = join(tmp, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
   // The rollup job folds every new event once a minute; it is its own cost, kept out of the ingest measurement unless --rollups.
-  env.ROLLUP_INTERVAL_SECONDS = opt.rollups ? (process.env.ROLLUP_INTERVAL_SECONDS ?? '60') : '86400';
+  env.ROLLUP_INTERVAL_SECONDS = rollups ? (process.env.ROLLUP_INTERVAL_SECONDS ?? '60') : '86400';
   if (STORE === 'postgres') env.DATABASE_URL = DATABASE_URL;
   else delete env.DATABASE_URL;
   const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
   const child = killOnExit(spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  current = child;
   // The server's log lines go to our stderr (our stdout ends with the JSON line); its first-start banner is dropped.
   createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('{') && process.stderr.write(`server: ${line}\n`));
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
@@ -250,7 +258,7 @@ async function main(): Promise<void> {
     : await openDb({ dataDir: join(tmp, 'raw'), syncOnCommit: true });
   await migrate(raw);
   port = await freePort();
-  const server = startServer();
+  let server = startServer();
   await waitReady();
   type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
   const { tenant, api_keys } = await api<Created>('POST', '/admin/v1/tenants', ADMIN_TOKEN, { name: 'bench', plan: 'enterprise' });
@@ -276,10 +284,16 @@ async function main(): Promise<void> {
   let counted = (await closedLoop(CONCURRENCY, WARMUP, sendBig)).events; // HTTP events the phases counted, checked against `acked`
   await closedLoop(CONCURRENCY, WARMUP, insertRaw);
 
+  // --rollups: one sender of 100-event batches, 5 a second, during every HTTP phase (job off here, on below).
+  let probed = 0;
+  const sendProbe = async () => (await postEvents(ingestKey, fillBody(small[next++ % small.length]!), 100), (probed += 100));
+  const probesOff: number[] = [];
   const httpRates: number[] = [], rawRates: number[] = [], p99s: number[] = [];
   for (let run = 1; run <= RUNS; run++) {
     let cpu = cpuMeter(server.pid!);
+    const stopProbe = opt.rollups ? probe(sendProbe) : undefined;
     const h = await closedLoop(CONCURRENCY, DURATION, sendBig);
+    probesOff.push(...((await stopProbe?.()) ?? []));
     const hc = cpu();
     counted += h.events;
     httpRates.push(h.events / h.seconds);
@@ -322,6 +336,38 @@ async function main(): Promise<void> {
       await pool.end();
     }
   }
+  // --rollups: the same load on a server whose rollup job runs at its default interval; the events sent so far are its backlog.
+  const on = opt.rollups ? await rollupsPhase() : undefined;
+  async function rollupsPhase() {
+    server.removeAllListeners('exit');
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+    server = startServer(true);
+    await waitReady();
+    const backlog = acked;
+    const seconds = Number(opt['rollups-duration']) / RUNS;
+    console.log(`rollups on (ROLLUP_INTERVAL_SECONDS=${process.env.ROLLUP_INTERVAL_SECONDS ?? 60}): ${RUNS} runs of ${seconds.toFixed(0)}s HTTP, the ${backlog} events sent so far as a backlog`);
+    const visible = async () => (await api<{ events: { total: number } }>('GET', '/v1/accounts/coverage', adminKey)).events.total;
+    const stopLag = sampleLag(tracker, visible, () => acked);
+    const stopProbe = probe(sendProbe);
+    const rates: number[] = [];
+    for (let run = 1; run <= RUNS; run++) {
+      const cpu = cpuMeter(server.pid!);
+      const h = await closedLoop(CONCURRENCY, seconds, sendBig);
+      counted += h.events;
+      rates.push(h.events / h.seconds);
+      console.log(`rollups run ${run}: http ${r0(h.events / h.seconds)} events/s (p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${cpu()})`);
+    }
+    const probes = await stopProbe();
+    const samples = await stopLag();
+    // Caught up: the first sample whose lag is younger than the phase, i.e. the backlog is visible.
+    const caughtUp = samples.findIndex((x) => x.lag < x.at);
+    const steady = caughtUp < 0 ? [] : samples.slice(caughtUp).map((x) => x.lag);
+    return { rates, probes, steady, catchUp: caughtUp < 0 ? null : samples[caughtUp]!.at, backlog };
+  }
+  counted += probed;
+
   const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
@@ -332,17 +378,32 @@ async function main(): Promise<void> {
   const exited = new Promise((r) => server.once('exit', r));
   server.kill('SIGTERM');
   await exited;
+  // Database time to keep the read model current: a backlog of --backlog raw events, folded by one run of the job on the raw store.
+  const fold = opt.rollups && Number(opt.backlog) > 0 ? await foldBacklog(raw, Number(opt.backlog), insertRaw) : undefined;
+  if (fold) console.log(`fold of a ${fold.events}-event backlog: ${fold.seconds.toFixed(2)} s, ${fold.us_per_event} µs per event`);
   await raw.close();
   agent.destroy();
   rmSync(tmp, { recursive: true, force: true });
 
   const events = median(httpRates), rawRate = median(rawRates);
   console.log(`medians of ${RUNS}: http ${httpRates.map(r0).join(', ')} → ${r0(events)}; raw ${rawRates.map(r0).join(', ')} → ${r0(rawRate)}; p99 100-event ${p99s.map((p) => p.toFixed(1)).join(', ')} ms`);
-  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024) }));
+  const readModel = on && {
+    events_per_s_rollups: r0(median(on.rates)),
+    read_model_ratio: Number((median(on.rates) / events).toFixed(3)),
+    read_model_lag_p99_s: on.steady.length ? Number(pct(on.steady, 99).toFixed(1)) : null,
+    read_model_lag_max_s: on.steady.length ? Number(Math.max(...on.steady).toFixed(1)) : null,
+    read_model_catch_up_s: on.catchUp === null ? null : Number(on.catchUp.toFixed(1)),
+    probe_100_event_p99_ms: { off: Number(pct(probesOff, 99).toFixed(1)), on: Number(pct(on.probes, 99).toFixed(1)) },
+    probe_100_event_max_ms: { off: Number(Math.max(...probesOff).toFixed(1)), on: Number(Math.max(...on.probes).toFixed(1)) },
+    ...(fold && { fold_us_per_event: fold.us_per_event, fold_backlog_events: fold.events }),
+  };
+  if (on) console.log(`rollups: http ${on.rates.map(r0).join(', ')} → ${r0(median(on.rates))} vs ${r0(events)} off; backlog ${on.backlog} visible after ${on.catchUp ?? 'never'} s; steady lag samples ${on.steady.map((x) => x.toFixed(0)).join(' ')}`);
+  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024), ...readModel }));
 }
 
 main().catch((err: unknown) => {
   console.error(err);
+  current?.kill('SIGKILL');
   rmSync(tmp, { recursive: true, force: true });
   process.exit(1);
 });

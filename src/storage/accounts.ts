@@ -1,7 +1,7 @@
 import type { Queryable } from './db.js';
 import { iso } from './rows.js';
 
-// Reads for the account and license endpoints: snapshots for lists, daily facts within the
+// Reads for the account and license endpoints: snapshots for lists, the read model within the
 // tenant's window for one account or license. Every function takes the tenant first.
 
 export interface RollupInfo {
@@ -60,13 +60,16 @@ type Scope = { tenantId: string; kind: 'account_id' | 'license_id'; id: string; 
 const where = (s: Scope) => `tenant_id = $1 AND ${s.kind} = $2 AND day >= $3::date`;
 const args = (s: Scope) => [s.tenantId, s.id, s.windowStart];
 
+// All from the read model (storage/read-model): rm_usage_days for counts by account, license,
+// product and version; rm_feature_days for (category, name); rm_actor_days for distinct actors.
+// Deltas not yet compacted are summed like compacted rows.
+
 export async function productsOf(q: Queryable, s: Scope) {
   const rows = await q.query(
-    `SELECT p.slug AS product, e.product_id, e.events, coalesce(x.sessions, 0) AS sessions
-       FROM (SELECT product_id, sum(events) AS events FROM ru_event_facts WHERE ${where(s)} GROUP BY product_id) e
-       JOIN products p ON p.id = e.product_id
-       LEFT JOIN (SELECT product_id, sum(sessions) AS sessions FROM ru_session_facts WHERE ${where(s)} GROUP BY product_id) x ON x.product_id = e.product_id
-      ORDER BY e.events DESC, p.slug`,
+    `SELECT p.slug AS product, u.product_id, u.events, u.sessions
+       FROM (SELECT product_id, sum(events) AS events, sum(sessions) AS sessions FROM rm_usage_days WHERE ${where(s)} GROUP BY product_id HAVING sum(events) > 0) u
+       JOIN products p ON p.id = u.product_id
+      ORDER BY u.events DESC, p.slug`,
     args(s),
   );
   return rows.map((r) => ({ product: r.product as string, product_id: r.product_id as string, events: num(r.events), sessions: num(r.sessions) }));
@@ -75,12 +78,11 @@ export async function productsOf(q: Queryable, s: Scope) {
 /** (source_app, source_version) rows: the product slug and version, as SPEC.md names them. */
 export async function versionsOf(q: Queryable, s: Scope) {
   const rows = await q.query(
-    `SELECT p.slug AS source_app, e.product_version AS source_version, e.events, coalesce(x.sessions, 0) AS sessions
-       FROM (SELECT product_id, product_version, sum(events) AS events FROM ru_event_facts WHERE ${where(s)} GROUP BY 1, 2) e
-       JOIN products p ON p.id = e.product_id
-       LEFT JOIN (SELECT product_id, product_version, sum(sessions) AS sessions FROM ru_session_facts WHERE ${where(s)} GROUP BY 1, 2) x
-              ON x.product_id = e.product_id AND x.product_version = e.product_version
-      ORDER BY e.events DESC, 1, 2`,
+    `SELECT p.slug AS source_app, u.product_version AS source_version, u.events, u.sessions
+       FROM (SELECT product_id, product_version, sum(events) AS events, sum(sessions) AS sessions
+               FROM rm_usage_days WHERE ${where(s)} GROUP BY 1, 2 HAVING sum(events) > 0) u
+       JOIN products p ON p.id = u.product_id
+      ORDER BY u.events DESC, 1, 2`,
     args(s),
   );
   return rows.map((r) => ({ source_app: r.source_app as string, source_version: r.source_version as string, events: num(r.events), sessions: num(r.sessions) }));
@@ -91,9 +93,10 @@ export async function counterpartsOf(q: Queryable, s: Scope) {
   const other = s.kind === 'account_id' ? 'license_id' : 'account_id';
   const rows = await q.query(
     `SELECT e.k, e.events, coalesce(a.actors, 0) AS actors, e.first_seen, e.last_seen
-       FROM (SELECT ${other} AS k, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-               FROM ru_event_facts WHERE ${where(s)} AND ${other} <> '' GROUP BY 1) e
-       LEFT JOIN (SELECT ${other} AS k, count(DISTINCT actor_id) AS actors FROM ru_actor_facts WHERE ${where(s)} AND ${other} <> '' GROUP BY 1) a ON a.k = e.k
+       FROM (SELECT ${other} AS k, sum(events) AS events, min(first_seen) FILTER (WHERE events > 0) AS first_seen, max(last_seen) FILTER (WHERE events > 0) AS last_seen
+               FROM rm_usage_days WHERE ${where(s)} AND ${other} <> '' GROUP BY 1 HAVING sum(events) > 0) e
+       LEFT JOIN (SELECT ${other} AS k, count(DISTINCT actor_id) AS actors FROM rm_actor_days
+                   WHERE ${where(s)} AND ${s.kind} <> '' AND ${other} <> '' AND events > 0 GROUP BY 1) a ON a.k = e.k
       ORDER BY e.events DESC, e.k`,
     args(s),
   );
@@ -103,7 +106,7 @@ export async function counterpartsOf(q: Queryable, s: Scope) {
 export async function featuresOf(q: Queryable, s: Scope, limit: number) {
   const rows = await q.query(
     `SELECT category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-       FROM ru_event_facts WHERE ${where(s)} GROUP BY category, name ORDER BY 3 DESC, 1, 2 LIMIT $4`,
+       FROM rm_feature_days WHERE ${where(s)} GROUP BY category, name ORDER BY 3 DESC, 1, 2 LIMIT $4`,
     [...args(s), limit],
   );
   return rows.map((r) => ({ category: r.category as string, name: r.name as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
@@ -112,26 +115,22 @@ export async function featuresOf(q: Queryable, s: Scope, limit: number) {
 export async function actorsOf(q: Queryable, s: Scope, after: string | undefined, limit: number) {
   const rows = await q.query(
     `SELECT actor_id, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-       FROM ru_actor_facts WHERE ${where(s)} AND ($4::text IS NULL OR actor_id > $4) GROUP BY actor_id ORDER BY actor_id LIMIT $5`,
+       FROM rm_actor_days WHERE ${where(s)} AND ${s.kind} <> '' AND events > 0 AND ($4::text IS NULL OR actor_id > $4)
+      GROUP BY actor_id ORDER BY actor_id LIMIT $5`,
     [...args(s), after ?? null, limit],
   );
   return rows.map((r) => ({ actor_id: r.actor_id as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
 }
 
 export async function activeActors(q: Queryable, s: Scope): Promise<number> {
-  const [r] = await q.query(`SELECT count(DISTINCT actor_id) AS n FROM ru_actor_facts WHERE ${where(s)}`, args(s));
+  const [r] = await q.query(`SELECT count(DISTINCT actor_id) AS n FROM rm_actor_days WHERE ${where(s)} AND ${s.kind} <> '' AND events > 0`, args(s));
   return num(r?.n);
 }
 
 export async function dailyActivity(q: Queryable, s: Scope) {
   const rows = await q.query(
-    `SELECT d.day::text AS day, coalesce(e.n, 0) AS events, coalesce(x.n, 0) AS sessions, coalesce(y.n, 0) AS exceptions
-       FROM (SELECT day FROM ru_event_facts WHERE ${where(s)} UNION SELECT day FROM ru_session_facts WHERE ${where(s)}
-             UNION SELECT day FROM ru_exception_facts WHERE ${where(s)}) d
-       LEFT JOIN (SELECT day, sum(events) AS n FROM ru_event_facts WHERE ${where(s)} GROUP BY day) e ON e.day = d.day
-       LEFT JOIN (SELECT day, sum(sessions) AS n FROM ru_session_facts WHERE ${where(s)} GROUP BY day) x ON x.day = d.day
-       LEFT JOIN (SELECT day, sum(exceptions) AS n FROM ru_exception_facts WHERE ${where(s)} GROUP BY day) y ON y.day = d.day
-      ORDER BY d.day DESC`,
+    `SELECT day::text AS day, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions
+       FROM rm_usage_days WHERE ${where(s)} GROUP BY day HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0 ORDER BY day DESC`,
     args(s),
   );
   return rows.map((r) => ({ day: r.day as string, events: num(r.events), sessions: num(r.sessions), exceptions: num(r.exceptions) }));

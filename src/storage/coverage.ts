@@ -7,12 +7,12 @@ export const PER_ACCOUNT_LICENSE_LIMIT = 50;
 const num = (v: unknown) => Number(v ?? 0);
 const pct = (part: number, total: number) => (total === 0 ? 0 : Math.round((part / total) * 10_000) / 100);
 
-async function shares(q: Queryable, table: string, measure: string, tenantId: string, windowStart: string) {
+async function shares(q: Queryable, measure: string, tenantId: string, windowStart: string) {
   const [r] = await q.query(
     `SELECT coalesce(sum(${measure}), 0) AS total,
             coalesce(sum(${measure}) FILTER (WHERE account_id <> ''), 0) AS with_account,
             coalesce(sum(${measure}) FILTER (WHERE license_id <> ''), 0) AS with_license
-       FROM ${table} WHERE tenant_id = $1 AND day >= $2::date`,
+       FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date`,
     [tenantId, windowStart],
   );
   const total = num(r?.total);
@@ -28,7 +28,7 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
        FROM (SELECT product_id, product_version, sum(events) AS total,
                     coalesce(sum(events) FILTER (WHERE account_id = ''), 0) AS missing_account,
                     coalesce(sum(events) FILTER (WHERE license_id = ''), 0) AS missing_license
-               FROM ru_event_facts WHERE tenant_id = $1 AND day >= $2::date GROUP BY 1, 2) f
+               FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date GROUP BY 1, 2) f
        JOIN products p ON p.id = f.product_id
       WHERE f.missing_account > 0 OR f.missing_license > 0
       ORDER BY f.missing_account + f.missing_license DESC, 1, 2 LIMIT 10`,
@@ -36,18 +36,18 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
   );
   const [perUser] = await q.query(
     `SELECT count(DISTINCT license_id) AS licenses, count(DISTINCT actor_id) AS actors
-       FROM ru_actor_facts WHERE tenant_id = $1 AND day >= $2::date AND license_id <> ''`,
+       FROM rm_actor_days WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND events > 0`,
     p,
   );
   const shared = await q.query(
-    `SELECT license_id, count(DISTINCT account_id) AS accounts FROM ru_event_facts
-      WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND account_id <> ''
+    `SELECT license_id, count(DISTINCT account_id) AS accounts FROM rm_usage_days
+      WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND account_id <> '' AND events > 0
       GROUP BY license_id HAVING count(DISTINCT account_id) > 1 ORDER BY 2 DESC, 1 LIMIT 20`,
     p,
   );
   const crowded = await q.query(
-    `SELECT account_id, count(DISTINCT license_id) AS licenses FROM ru_event_facts
-      WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND account_id <> ''
+    `SELECT account_id, count(DISTINCT license_id) AS licenses FROM rm_usage_days
+      WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND account_id <> '' AND events > 0
       GROUP BY account_id HAVING count(DISTINCT license_id) > $3 ORDER BY 2 DESC, 1 LIMIT 20`,
     [...p, PER_ACCOUNT_LICENSE_LIMIT],
   );
@@ -70,9 +70,9 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
     warnings.push({ type: 'account_with_many_licenses', message: `account ${String(r.account_id)} has ${num(r.licenses)} licenses`, account_id: r.account_id, licenses: num(r.licenses) });
   }
   return {
-    events: await shares(q, 'ru_event_facts', 'events', tenantId, windowStart),
-    sessions: await shares(q, 'ru_session_facts', 'sessions', tenantId, windowStart),
-    exceptions: await shares(q, 'ru_exception_facts', 'exceptions', tenantId, windowStart),
+    events: await shares(q, 'events', tenantId, windowStart),
+    sessions: await shares(q, 'sessions', tenantId, windowStart),
+    exceptions: await shares(q, 'exceptions', tenantId, windowStart),
     top_missing_sources: missing.map((r) => ({
       product: r.product as string,
       product_version: r.product_version as string,

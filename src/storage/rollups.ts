@@ -1,11 +1,9 @@
 import type { Queryable } from './db.js';
+import { foldReadModel } from './read-model/fold.js';
 
-// The rollup job's SQL. fold*: new rows (ingest_xid in [from, to)) into daily facts, by the
-// record's own UTC day; refreshTenant: the tenant's account and license snapshots over the window,
-// from facts only (never from raw events).
-
-const DAY = `((%s AT TIME ZONE 'UTC')::date)`;
-const day = (col: string) => DAY.replace('%s', col);
+// The rollup job's SQL. The fold range (which transaction ids a slice folds, exactly once);
+// foldNewRows: the slice's rows into the read model; refreshTenant: the tenant's account and
+// license snapshots over the window, from the read model only (never from raw events).
 
 /**
  * What to fold: rows written by transactions that ended since the last run. `to` is the snapshot's
@@ -55,7 +53,7 @@ export async function foldRange(q: Queryable, maxXids = Number.MAX_SAFE_INTEGER,
   };
 }
 
-/** Marks tenants whose facts a slice changed, for a refresh (rollup_dirty). */
+/** Marks tenants whose derived rows a slice changed, for a refresh (rollup_dirty). */
 export async function markDirty(q: Queryable, tenantIds: string[]): Promise<void> {
   if (tenantIds.length === 0) return;
   await q.query('INSERT INTO rollup_dirty (tenant_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [tenantIds]);
@@ -69,13 +67,9 @@ export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
   await q.query('UPDATE rollup_state SET horizon = $1, pending = $2::bigint[] WHERE id = 1', [r.to, r.pending]);
 }
 
-// Every arm carries a range of ingest_xid, so that each can be a scan of the BRIN index (a bare
-// `= ANY(…)` arm would force a scan of the whole table); $6 and $7 bound the resolved xids.
-const NEW_ROWS = `((ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($4::bigint[])) OR (ingest_xid >= $6 AND ingest_xid <= $7 AND ingest_xid = ANY($5::bigint[])))`;
-
 /**
- * Folds new events, sessions and exceptions; returns the tenants that had any. Runs inside the
- * caller's transaction.
+ * Folds the slice's new events, sessions, exceptions and identify links into the read model
+ * (read-model/fold.ts); returns the tenants that had any. Runs inside the caller's transaction.
  *
  * New rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid. A BRIN
  * index narrows a scan only over the page ranges it has summarised, which vacuum does; without
@@ -84,124 +78,47 @@ const NEW_ROWS = `((ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($
  * ranges are summarised here, at every fold (rows keep arriving while a job runs), and the planner
  * is kept off whole-table scans for the fold's statements.
  */
-export async function foldNewRows(q: Queryable, r: FoldRange, oldest: Date): Promise<Set<string>> {
-  await q.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid}'::regclass[]) AS i`);
-  await q.exec('SET LOCAL enable_seqscan = off');
-  const tenants = await foldFacts(q, r, oldest);
-  await q.exec('SET LOCAL enable_seqscan = on');
+export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Set<string>> {
+  await q.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid,actor_links_ingest_xid}'::regclass[]) AS i`);
+  // The slice is grouped by hashing, in memory: the planner cannot know how few distinct
+  // combinations a slice has (1M events of a real product are a few thousand), and a sort of the
+  // whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold.
+  await q.exec("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL work_mem = '64MB'");
+  const tenants = await foldReadModel(q, r);
+  await q.exec('SET LOCAL enable_seqscan = on; SET LOCAL enable_sort = on; RESET work_mem');
   return tenants;
 }
 
-async function foldFacts(q: Queryable, r: FoldRange, oldest: Date): Promise<Set<string>> {
-  const params = [r.from, r.to, oldest, r.skip, r.resolved, r.resolved.length ? Math.min(...r.resolved) : 1, r.resolved.length ? Math.max(...r.resolved) : 0];
-  const tenants = new Set<string>();
-  const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
-  // Only the distinct tenants come back to Node, not every upserted fact row.
-  const distinctTenants = (insert: string) => `WITH f AS (${insert} RETURNING tenant_id) SELECT DISTINCT tenant_id FROM f`;
-  add(
-    await q.query(
-      distinctTenants(`INSERT INTO ru_event_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, category, name, events, first_seen, last_seen)
-       SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), product_id, product_version, category, name,
-              count(*), min(occurred_at), max(occurred_at)
-         FROM events WHERE ${NEW_ROWS} AND occurred_at >= $3
-        GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
-       ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version, category, name) DO UPDATE
-         SET events = f.events + excluded.events, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)`),
-      params,
-    ),
-  );
-  await q.query(
-    `INSERT INTO ru_actor_facts AS f (tenant_id, account_id, day, license_id, actor_id, events, first_seen, last_seen)
-     SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), actor_id, count(*), min(occurred_at), max(occurred_at)
-       FROM events WHERE ${NEW_ROWS} AND occurred_at >= $3
-      GROUP BY 1, 2, 3, 4, 5
-     ON CONFLICT (tenant_id, account_id, day, license_id, actor_id) DO UPDATE
-       SET events = f.events + excluded.events, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)`,
-    params,
-  );
-  add(
-    await q.query(
-      distinctTenants(`INSERT INTO ru_session_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, sessions)
-       SELECT tenant_id, coalesce(account_id, ''), ${day('started_at')}, coalesce(license_id, ''), product_id, product_version, count(*)
-         FROM sessions WHERE ${NEW_ROWS} AND started_at >= $3
-        GROUP BY 1, 2, 3, 4, 5, 6
-       ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version) DO UPDATE SET sessions = f.sessions + excluded.sessions`),
-      params,
-    ),
-  );
-  add(
-    await q.query(
-      distinctTenants(`INSERT INTO ru_exception_facts AS f (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint, exceptions, first_seen, last_seen)
-       SELECT tenant_id, coalesce(account_id, ''), ${day('occurred_at')}, coalesce(license_id, ''), product_id, product_version, fingerprint,
-              count(*), min(occurred_at), max(occurred_at)
-         FROM exceptions WHERE ${NEW_ROWS} AND occurred_at >= $3
-        GROUP BY 1, 2, 3, 4, 5, 6, 7
-       ON CONFLICT (tenant_id, account_id, day, license_id, product_id, product_version, fingerprint) DO UPDATE
-         SET exceptions = f.exceptions + excluded.exceptions, first_seen = least(f.first_seen, excluded.first_seen), last_seen = greatest(f.last_seen, excluded.last_seen)`),
-      params,
-    ),
-  );
-  await foldKeys(q, params);
-  return tenants;
-}
-
-const KEYS = `CROSS JOIN LATERAL (VALUES ('a'::"char", r.account_id), ('l'::"char", r.license_id)) AS k(kind, key)`;
-
-/** A fold of one table's new rows into ru_key_days: its count column, and whether it keeps first/last seen. */
-function keyDaysFold(table: 'events' | 'sessions' | 'exceptions', time: string, measure: string, seen: boolean): string {
-  const seenCols = seen ? ', first_seen, last_seen' : '';
-  const seenVals = seen ? `, min(r.${time}), max(r.${time})` : '';
-  const seenSet = seen ? ', first_seen = least(d.first_seen, excluded.first_seen), last_seen = greatest(d.last_seen, excluded.last_seen)' : '';
-  return `INSERT INTO ru_key_days AS d (tenant_id, kind, key, day, ${measure}${seenCols})
-     SELECT r.tenant_id, k.kind, k.key, ${day(`r.${time}`)}, count(*)${seenVals}
-       FROM ${table} r ${KEYS} WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.${time} >= $3 AND k.key IS NOT NULL
-      GROUP BY 1, 2, 3, 4
-     ON CONFLICT (tenant_id, kind, key, day) DO UPDATE SET ${measure} = d.${measure} + excluded.${measure}${seenSet}`;
-}
-
-/** The narrow per-key tables: daily totals, and members with their last active day. */
-async function foldKeys(q: Queryable, params: unknown[]): Promise<void> {
-  await q.query(keyDaysFold('events', 'occurred_at', 'events', true), params);
-  await q.query(keyDaysFold('sessions', 'started_at', 'sessions', false), params);
-  await q.query(keyDaysFold('exceptions', 'occurred_at', 'exceptions', true), params);
-  // Grouped before it is expanded into members; a member row is written only when its last day moves.
-  await q.query(
-    `INSERT INTO ru_key_members AS m (tenant_id, kind, key, member_kind, member, last_day)
-     SELECT g.tenant_id, k.kind, k.key, mm.kind, mm.member, max(g.day)
-       FROM (SELECT r.tenant_id, r.account_id, r.license_id, r.actor_id, r.product_id, max(${day('r.occurred_at')}) AS day
-               FROM events r WHERE ${NEW_ROWS.replaceAll('ingest_xid', 'r.ingest_xid')} AND r.occurred_at >= $3
-              GROUP BY 1, 2, 3, 4, 5) g
-       CROSS JOIN LATERAL (VALUES ('a'::"char", g.account_id), ('l'::"char", g.license_id)) AS k(kind, key)
-       CROSS JOIN LATERAL (VALUES ('u'::"char", g.actor_id), ('p'::"char", g.product_id::text), ('l'::"char", g.license_id), ('a'::"char", g.account_id)) AS mm(kind, member)
-      WHERE k.key IS NOT NULL AND mm.member IS NOT NULL AND mm.kind <> k.kind
-      GROUP BY 1, 2, 3, 4, 5
-     ON CONFLICT (tenant_id, kind, key, member_kind, member) DO UPDATE SET last_day = excluded.last_day WHERE m.last_day < excluded.last_day`,
-    params,
-  );
-}
-
-/** Tenants whose snapshot is due: new facts, or a window that has moved to a new day. */
+/** Tenants whose snapshot is due: new derived rows, or a window that has moved to a new day. */
 export async function staleTenants(q: Queryable, windowStart: string): Promise<string[]> {
   const rows = await q.query<{ tenant_id: string }>('SELECT tenant_id FROM tenant_rollups WHERE window_start < $1::date', [windowStart]);
   return rows.map((r) => r.tenant_id);
 }
 
-/** Rebuilds the tenant's account and license snapshots over the window from the per-key tables. */
+/**
+ * Rebuilds the tenant's account and license snapshots over the window from the read model: sums
+ * from rm_usage_days, exact distinct actors from rm_actor_days (active: had events).
+ */
 export async function refreshTenant(q: Queryable, tenantId: string, windowStart: string, now: Date): Promise<void> {
-  for (const [kind, table, key, other] of [
-    ['a', 'ru_accounts', 'account_id', 'licenses'],
-    ['l', 'ru_licenses', 'license_id', 'accounts'],
+  // Distinct pairs by hashing, in memory (a sort of the window's actor days spilled to disk).
+  await q.exec("SET LOCAL enable_sort = off; SET LOCAL work_mem = '64MB'");
+  for (const [table, key, other] of [
+    ['ru_accounts', 'account_id', 'license_id'],
+    ['ru_licenses', 'license_id', 'account_id'],
   ] as const) {
+    const others = other === 'license_id' ? 'licenses' : 'accounts';
     await q.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
     await q.query(
-      `INSERT INTO ${table} (tenant_id, ${key}, events, sessions, exceptions, active_actors, ${other}, products, first_seen, last_seen)
-       SELECT $1, d.key, d.events, d.sessions, d.exceptions, coalesce(m.actors, 0), coalesce(m.others, 0), coalesce(m.products, 0), d.first_seen, d.last_seen
-         FROM (SELECT key, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-                 FROM ru_key_days WHERE tenant_id = $1 AND kind = $3 AND day >= $2::date GROUP BY key) d
-         LEFT JOIN (SELECT key, count(*) FILTER (WHERE member_kind = 'u') AS actors, count(*) FILTER (WHERE member_kind = $4) AS others,
-                           count(*) FILTER (WHERE member_kind = 'p') AS products
-                      FROM ru_key_members WHERE tenant_id = $1 AND kind = $3 AND last_day >= $2::date GROUP BY key) m ON m.key = d.key`,
-      [tenantId, windowStart, kind, kind === 'a' ? 'l' : 'a'],
+      `INSERT INTO ${table} (tenant_id, ${key}, events, sessions, exceptions, active_actors, ${others}, products, first_seen, last_seen)
+       SELECT $1, u.k, u.events, u.sessions, u.exceptions, coalesce(a.actors, 0), u.others, u.products, u.first_seen, u.last_seen
+         FROM (SELECT ${key} AS k, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions,
+                      count(DISTINCT ${other}) FILTER (WHERE events > 0 AND ${other} <> '') AS others,
+                      count(DISTINCT product_id) FILTER (WHERE events > 0) AS products, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+                 FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY 1) u
+         LEFT JOIN (SELECT k, count(*) AS actors FROM (SELECT DISTINCT ${key} AS k, actor_id FROM rm_actor_days
+                     WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' AND events > 0) x GROUP BY 1) a ON a.k = u.k
+        WHERE u.events <> 0 OR u.sessions <> 0 OR u.exceptions <> 0`,
+      [tenantId, windowStart],
     );
   }
   await q.query('DELETE FROM rollup_dirty WHERE tenant_id = $1', [tenantId]);
@@ -215,12 +132,4 @@ export async function refreshTenant(q: Queryable, tenantId: string, windowStart:
 /** Every other tenant with rollups: its window end moves to this refresh. */
 export async function touchRefreshed(q: Queryable, now: Date): Promise<void> {
   await q.query('UPDATE tenant_rollups SET refreshed_at = $1', [now]);
-}
-
-/** Facts older than the window are no longer read. Bounded per run. */
-export async function dropOldFacts(q: Queryable, before: string): Promise<void> {
-  for (const table of ['ru_event_facts', 'ru_actor_facts', 'ru_session_facts', 'ru_exception_facts', 'ru_key_days']) {
-    await q.query(`DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE day < $1::date LIMIT 50000))`, [before]);
-  }
-  await q.query('DELETE FROM ru_key_members WHERE ctid = ANY(ARRAY(SELECT ctid FROM ru_key_members WHERE last_day < $1::date LIMIT 50000))', [before]);
 }

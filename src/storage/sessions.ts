@@ -60,7 +60,7 @@ export async function findSession(q: Queryable, tenantId: string, sessionId: str
 /** Ends an open session; the first end wins (false when it was already ended). */
 export async function endSession(q: Queryable, tenantId: string, sessionId: string, endedAt: string, reason: string): Promise<boolean> {
   const rows = await q.query(
-    'UPDATE sessions SET ended_at = $3, end_reason = $4 WHERE tenant_id = $1 AND session_id = $2 AND ended_at IS NULL RETURNING session_id',
+    'UPDATE sessions SET ended_at = $3, end_reason = $4, changed_xid = pg_current_xact_id()::text::bigint WHERE tenant_id = $1 AND session_id = $2 AND ended_at IS NULL RETURNING session_id',
     [tenantId, sessionId, endedAt, reason],
   );
   return rows.length > 0;
@@ -89,7 +89,7 @@ export async function takePendingEnd(q: Queryable, tenantId: string, sessionId: 
 /** Server-side timeout marking: ended_at = the last sign of life. Bounded per call. */
 export async function timeOutSessions(q: Queryable, cutoff: Date, limit: number): Promise<number> {
   const rows = await q.query(
-    `UPDATE sessions SET ended_at = last_seen_at, end_reason = 'timeout'
+    `UPDATE sessions SET ended_at = last_seen_at, end_reason = 'timeout', changed_xid = pg_current_xact_id()::text::bigint
       WHERE (tenant_id, session_id) IN (
         SELECT tenant_id, session_id FROM sessions WHERE ended_at IS NULL AND last_seen_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
       RETURNING session_id`,

@@ -1,0 +1,115 @@
+import { notFound } from '../errors.js';
+import { traitsOf } from '../storage/identity.js';
+import type { Db } from '../storage/db.js';
+import { actorsOf, activeActors, counterpartsOf, dailyActivity, featuresOf, getSnapshot, listSnapshot, productsOf, rollupInfo, versionsOf, type Snapshot } from '../storage/accounts.js';
+import { coverage } from '../storage/coverage.js';
+import { exceptionGroupsQuery } from './exceptions.js';
+import { cursorKey, pageOf } from './page.js';
+
+// The account and license views, one function per endpoint (docs/accounts.md). Lists come from
+// the per-tenant snapshots; one account or license from the read model within the window.
+
+type Kind = 'account_id' | 'license_id';
+export interface PageParams {
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+/** refreshed_at and the window every answer carries. */
+async function freshness(db: Db, tenantId: string) {
+  const r = await rollupInfo(db, tenantId);
+  return { refreshed_at: r?.refreshed_at ?? null, window_days: 30 as const, window_start: r?.window_start ?? null };
+}
+const windowOf = (f: { window_start: string | null }) => f.window_start ?? '9999-12-31';
+
+/** A known account or license (seen in the window at the last refresh); otherwise 404, for another tenant's too. */
+async function scoped(db: Db, tenantId: string, kind: Kind, id: string) {
+  const f = await freshness(db, tenantId);
+  const snapshot = await getSnapshot(db, tenantId, kind, id);
+  if (!snapshot) throw notFound(kind === 'account_id' ? 'account_not_found' : 'license_not_found', kind === 'account_id' ? 'account' : 'license');
+  return { f, snapshot, scope: { tenantId, kind, id, windowStart: windowOf(f) } };
+}
+
+function countsOf<K extends 'accounts' | 'licenses'>(s: Snapshot, other: K) {
+  const base = { events: s.events, sessions: s.sessions, exceptions: s.exceptions, active_actors: s.active_actors, products: s.products };
+  return { ...base, [other]: s[other] } as typeof base & Record<K, number>;
+}
+const accountRow = ({ id, accounts: _a, ...r }: Snapshot) => ({ account_id: id, ...r });
+const licenseRow = ({ id, licenses: _l, ...r }: Snapshot) => ({ license_id: id, ...r });
+
+export async function listAccounts(db: Db, tenantId: string, p: PageParams) {
+  const limit = p.limit ?? 50;
+  const rows = await listSnapshot(db, tenantId, 'account_id', cursorKey(p.cursor, ['text'])?.[0], limit + 1);
+  return { ...pageOf(rows.map(accountRow), limit, (r) => [r.account_id]), ...(await freshness(db, tenantId)) };
+}
+
+export async function listLicenses(db: Db, tenantId: string, p: PageParams) {
+  const limit = p.limit ?? 50;
+  const rows = await listSnapshot(db, tenantId, 'license_id', cursorKey(p.cursor, ['text'])?.[0], limit + 1);
+  return { ...pageOf(rows.map(licenseRow), limit, (r) => [r.license_id]), ...(await freshness(db, tenantId)) };
+}
+
+export async function accountCoverage(db: Db, tenantId: string) {
+  const f = await freshness(db, tenantId);
+  return { ...f, ...(await coverage(db, tenantId, windowOf(f))) };
+}
+
+export async function accountOverview(db: Db, tenantId: string, accountId: string) {
+  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  return {
+    account_id: accountId,
+    ...f,
+    counts: countsOf(snapshot, 'licenses'),
+    first_seen: snapshot.first_seen,
+    last_seen: snapshot.last_seen,
+    products: await productsOf(db, scope),
+    versions: await versionsOf(db, scope),
+    licenses: (await counterpartsOf(db, scope)).map(({ id, ...r }) => ({ license_id: id, ...r })),
+    recent_exceptions: (await exceptionGroupsQuery(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
+  };
+}
+
+export async function accountFeatures(db: Db, tenantId: string, accountId: string, limit = 20) {
+  const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  return { data: await featuresOf(db, scope, limit), ...f };
+}
+
+export async function accountActors(db: Db, tenantId: string, accountId: string, p: PageParams) {
+  const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  const limit = p.limit ?? 50;
+  const page = pageOf(await actorsOf(db, scope, cursorKey(p.cursor, ['text'])?.[0], limit + 1), limit, (r) => [r.actor_id]);
+  // identify's traits, the newest per identified actor (an anonymous actor shows its user's).
+  const traits = await traitsOf(db, tenantId, page.data.map((r) => r.actor_id));
+  return { ...page, data: page.data.map((r) => ({ ...r, traits: traits.get(r.actor_id) ?? null })), ...f };
+}
+
+export async function accountLicenses(db: Db, tenantId: string, accountId: string) {
+  const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  return { data: (await counterpartsOf(db, scope)).map(({ id, ...r }) => ({ license_id: id, ...r })), ...f };
+}
+
+export async function accountVersions(db: Db, tenantId: string, accountId: string) {
+  const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  return { data: await versionsOf(db, scope), ...f };
+}
+
+export async function accountExceptions(db: Db, tenantId: string, accountId: string, query: Parameters<typeof exceptionGroupsQuery>[2]) {
+  await scoped(db, tenantId, 'account_id', accountId);
+  return exceptionGroupsQuery(db, tenantId, { ...query, account_id: accountId });
+}
+
+export async function licenseDetail(db: Db, tenantId: string, licenseId: string) {
+  const { f, snapshot, scope } = await scoped(db, tenantId, 'license_id', licenseId);
+  return {
+    license_id: licenseId,
+    ...f,
+    counts: countsOf(snapshot, 'accounts'),
+    first_seen: snapshot.first_seen,
+    last_seen: snapshot.last_seen,
+    accounts: (await counterpartsOf(db, scope)).map(({ id, ...r }) => ({ account_id: id, ...r })),
+    products: await productsOf(db, scope),
+    versions: await versionsOf(db, scope),
+    active_actors: await activeActors(db, scope),
+    recent_activity: await dailyActivity(db, scope),
+  };
+}

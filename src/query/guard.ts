@@ -1,0 +1,25 @@
+import { AppError } from '../errors.js';
+import { ACCOUNT_PLANS } from '../domain/plans.js';
+
+// The one guard for plan features on the query side. Account and license answers (views,
+// filters, breakdowns, counting by account) follow SPEC.md's rule, in this order: the plan (402
+// plan_limit_reached unless Business, Enterprise or Trial), then the tenant's account context
+// setting (403 account_context_disabled). The key's permission (401, 403 forbidden) comes first,
+// in the route's onRequest.
+
+export interface TenantPlan {
+  plan: string;
+  account_context_enabled: boolean;
+}
+
+export type Feature = 'account_context';
+
+export function requireFeature(tenant: TenantPlan, feature: Feature): void {
+  if (feature !== 'account_context') return;
+  if (!(ACCOUNT_PLANS as readonly string[]).includes(tenant.plan)) {
+    throw new AppError(402, 'plan_limit_reached', `account and license views need the Business or Enterprise plan (or a trial); this tenant is on ${tenant.plan}`);
+  }
+  if (!tenant.account_context_enabled) {
+    throw new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');
+  }
+}

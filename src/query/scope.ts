@@ -1,0 +1,136 @@
+import { validationError } from '../errors.js';
+import { pickLatest } from '../domain/version-selector.js';
+import type { Queryable } from '../storage/db.js';
+import { findProduct } from '../storage/products.js';
+import { allVersions } from '../storage/versions.js';
+import { requireFeature, type TenantPlan } from './guard.js';
+
+// The one scope resolver of the query side: tenant, product, version (`latest` too), the date
+// range in a time zone, and account_id / license_id behind the plan guard. Each query function
+// takes the resolved Scope; nothing below it parses a parameter again.
+
+export interface ScopeParams {
+  product?: string | undefined;
+  version?: string | undefined;
+  range?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  tz?: string | undefined;
+  interval?: string | undefined;
+  account_id?: string | undefined;
+  license_id?: string | undefined;
+}
+
+export type Interval = 'hour' | 'day' | 'week' | 'month';
+
+export interface Scope {
+  tenantId: string;
+  /** undefined: every product. */
+  productId?: string | undefined;
+  version?: string | undefined;
+  accountId?: string | undefined;
+  licenseId?: string | undefined;
+  from: Date;
+  to: Date;
+  tz: string;
+  interval: Interval;
+  /** The product (or its latest version) does not exist: every answer is empty. */
+  empty: boolean;
+}
+
+const DAY_MS = 86_400_000;
+const INTERVALS: readonly Interval[] = ['hour', 'day', 'week', 'month'];
+
+export function validTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return tz.length <= 64;
+  } catch {
+    return false;
+  }
+}
+
+/** The zone's offset from UTC at `at`, in ms (positive east of Greenwich). */
+function offsetMs(at: Date, tz: string): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+      .formatToParts(at)
+      .map((p) => [p.type, p.value]),
+  );
+  const wall = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
+  return wall - Math.floor(at.getTime() / 1000) * 1000;
+}
+
+/** Midnight that starts the local calendar day `y-m-d` in tz. */
+export function zonedMidnight(y: number, m: number, d: number, tz: string): Date {
+  const guess = Date.UTC(y, m - 1, d);
+  const first = guess - offsetMs(new Date(guess), tz);
+  return new Date(guess - offsetMs(new Date(first), tz));
+}
+
+/** The local calendar date of `at` in tz. */
+export function localDate(at: Date, tz: string): { y: number; m: number; d: number } {
+  const local = new Date(at.getTime() + offsetMs(at, tz));
+  return { y: local.getUTCFullYear(), m: local.getUTCMonth() + 1, d: local.getUTCDate() };
+}
+
+/**
+ * `range` (`Nd`: the N local days ending today, today included; `24h`; `month`: this calendar
+ * month so far) or `from` / `to` (ISO 8601; a bare date is local midnight in tz). Default 30d.
+ */
+export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date; tz: string; interval: Interval } {
+  const tz = p.tz ?? 'UTC';
+  if (!validTimeZone(tz)) throw validationError([{ field: 'tz', message: 'not an IANA time zone name' }]);
+  const interval = (p.interval ?? 'day') as Interval;
+  if (!INTERVALS.includes(interval)) throw validationError([{ field: 'interval', message: 'one of hour, day, week, month' }]);
+  if (p.range !== undefined && (p.from !== undefined || p.to !== undefined)) throw validationError([{ field: 'range', message: 'give range or from/to, not both' }]);
+  const point = (field: 'from' | 'to', v: string): Date => {
+    const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
+    const at = date ? zonedMidnight(Number(date[1]), Number(date[2]), Number(date[3]), tz) : /^\d{4}-\d{2}-\d{2}T/.test(v) ? new Date(v) : new Date(NaN);
+    if (Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999) throw validationError([{ field, message: 'an ISO 8601 date or date-time' }]);
+    return at;
+  };
+  if (p.from !== undefined || p.to !== undefined) {
+    const to = p.to !== undefined ? point('to', p.to) : now;
+    const from = p.from !== undefined ? point('from', p.from) : new Date(to.getTime() - 30 * DAY_MS);
+    if (from >= to) throw validationError([{ field: 'from', message: 'must be before to' }]);
+    return { from, to, tz, interval };
+  }
+  const range = p.range ?? '30d';
+  const today = localDate(now, tz);
+  if (range === '24h') return { from: new Date(now.getTime() - DAY_MS), to: now, tz, interval };
+  if (range === 'month') return { from: zonedMidnight(today.y, today.m, 1, tz), to: now, tz, interval };
+  const days = /^([1-9]\d{0,2})d$/.exec(range);
+  if (!days || Number(days[1]) > 730) throw validationError([{ field: 'range', message: 'Nd (1 to 730 days), 24h or month' }]);
+  return { from: zonedMidnight(today.y, today.m, today.d - Number(days[1]) + 1, tz), to: now, tz, interval };
+}
+
+/** Product (id or slug) and version (`latest`: the product's latest by its version rules). */
+export async function resolveProduct(q: Queryable, tenantId: string, p: ScopeParams): Promise<{ productId?: string; version?: string; empty: boolean }> {
+  let version = p.version;
+  if (p.product === undefined) {
+    if (version === 'latest') throw validationError([{ field: 'version', message: 'latest needs a product filter' }]);
+    return { ...(version !== undefined && { version }), empty: false };
+  }
+  const product = await findProduct(q, tenantId, p.product);
+  if (!product) return { empty: true };
+  if (version === 'latest') {
+    const latest = pickLatest(await allVersions(q, tenantId, product.id));
+    if (!latest) return { productId: product.id, empty: true };
+    version = latest.product_version;
+  }
+  return { productId: product.id, ...(version !== undefined && { version }), empty: false };
+}
+
+/** The whole scope of a query; account_id / license_id pass the plan guard first. */
+export async function resolveScope(q: Queryable, tenant: TenantPlan & { id: string }, p: ScopeParams, now: Date): Promise<Scope> {
+  if (p.account_id !== undefined || p.license_id !== undefined) requireFeature(tenant, 'account_context');
+  const range = resolveRange(p, now);
+  const product = await resolveProduct(q, tenant.id, p);
+  return { tenantId: tenant.id, ...range, ...product, accountId: p.account_id, licenseId: p.license_id };
+}
+
+/** What every answer echoes: the resolved range, the time zone, the interval. */
+export function echo(s: Scope): { range: { from: string; to: string }; tz: string; interval: Interval } {
+  return { range: { from: s.from.toISOString(), to: s.to.toISOString() }, tz: s.tz, interval: s.interval };
+}

@@ -1,0 +1,43 @@
+import type { Queryable } from '../db.js';
+
+// Compaction: a day's insert-only deltas merged into one row per key, in one transaction per
+// (tenant, day), by the rollup job (one process at a time, never during a fold). Readers aggregate
+// anyway, so an answer is the same before and after. A day is due after FOLDS_DUE folds wrote to
+// it, or after two once it is over (a late event for an old day); a day written by one fold only
+// holds one row per key already.
+export const FOLDS_DUE = 8;
+
+export async function compactionDue(q: Queryable, today: string, limit: number): Promise<{ tenant_id: string; day: string }[]> {
+  return q.query(
+    `SELECT tenant_id, day::text AS day FROM rm_compaction_due WHERE folds >= $2 OR (folds >= 2 AND day < $1::date)
+      ORDER BY folds DESC, day LIMIT $3`,
+    [today, FOLDS_DUE, limit],
+  );
+}
+
+const dayRange = `tenant_id = $1 AND hour >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND hour < ($2::date + 1)::timestamp AT TIME ZONE 'UTC'`;
+const last = (col: string) => `(array_agg(${col} ORDER BY last_seen DESC) FILTER (WHERE ${col} IS NOT NULL))[1]`;
+
+const STATEMENTS = [
+  `WITH m AS (DELETE FROM rm_event_hours WHERE ${dayRange} RETURNING *)
+   INSERT INTO rm_event_hours (tenant_id, hour, product_id, product_version, category, name, events, first_seen, last_seen)
+   SELECT tenant_id, hour, product_id, product_version, category, name, sum(events), min(first_seen), max(last_seen) FROM m GROUP BY 1, 2, 3, 4, 5, 6`,
+  `WITH m AS (DELETE FROM rm_usage_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
+   INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, sessions, exceptions, first_seen, last_seen)
+   SELECT tenant_id, day, account_id, license_id, product_id, product_version, sum(events), sum(sessions), sum(exceptions), min(first_seen), max(last_seen)
+     FROM m GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0`,
+  `WITH m AS (DELETE FROM rm_feature_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
+   INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
+   SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM m GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+  `WITH m AS (DELETE FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
+   INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen)
+   SELECT tenant_id, day, actor_id, product_id, account_id, license_id, ${last('version')}, sum(events), bool_or(crashed),
+          ${last('os')}, ${last('runtime')}, ${last('locale')}, min(first_seen), max(last_seen)
+     FROM m GROUP BY 1, 2, 3, 4, 5, 6`,
+  'DELETE FROM rm_compaction_due WHERE tenant_id = $1 AND day = $2::date',
+];
+
+/** Merges one (tenant, day)'s deltas. Run inside the caller's transaction. */
+export async function compactDay(q: Queryable, tenantId: string, day: string): Promise<void> {
+  for (const sql of STATEMENTS) await q.query(sql, [tenantId, day]);
+}

@@ -1,0 +1,180 @@
+// The read model against raw events, on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs for real, and a crash is a fold whose transaction throws.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { compactDay } from '../src/storage/read-model/compact.js';
+import { foldNewRows, foldRange } from '../src/storage/rollups.js';
+import { event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const silent = { warn() {}, info() {}, error() {} } as never;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+// Fixed instants, so that days are known: "today" is 2 hours ago, the late events 10 days before.
+const base = Date.now() - 2 * HOUR;
+const at = (ms: number) => new Date(base + ms).toISOString();
+const dayOf = (ms: number) => new Date(base + ms).toISOString().slice(0, 10);
+
+async function runJob(sliceMs = 10_000, width = 256): Promise<void> {
+  const jobs = startJobs(t.db, [rollupJob(60, sliceMs, width)], silent);
+  try {
+    for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
+  } finally {
+    await jobs.stop();
+  }
+}
+
+/** A fold that dies midway: its statements ran, then its transaction throws, so nothing of it stays. */
+async function crashMidFold(): Promise<void> {
+  await assert.rejects(
+    t.db.tx(async (q) => {
+      const r = await foldRange(q);
+      await foldNewRows(q, r);
+      throw new Error('crash');
+    }),
+    /crash/,
+  );
+}
+
+function post(key: string, url: string, payload: unknown) {
+  return t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+}
+
+type Row = Record<string, unknown>;
+const norm = (rows: Row[]) =>
+  rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : typeof v === 'bigint' || (typeof v === 'string' && /^-?\d+$/.test(v) && k !== 'version') ? Number(v) : v])))).sort();
+
+/** Each derived table, aggregated per key, against the same computed from the raw rows. */
+const CHECKS: [string, string, string][] = [
+  [
+    'events by hour',
+    `SELECT hour, product_id::text, product_version, category, name, sum(events)::int AS n, min(first_seen) AS f, max(last_seen) AS l FROM rm_event_hours WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
+    `SELECT date_trunc('hour', occurred_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS hour, product_id::text, product_version, category, name, count(*)::int AS n, min(occurred_at) AS f, max(occurred_at) AS l
+       FROM events WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
+  ],
+  [
+    'usage by day',
+    `SELECT day::text, account_id, license_id, product_version, sum(events)::int AS e, sum(sessions)::int AS s, sum(exceptions)::int AS x FROM rm_usage_days WHERE tenant_id = $1
+      GROUP BY 1, 2, 3, 4 HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0`,
+    `WITH ctx AS (SELECT DISTINCT ON (session_id) session_id::text AS sid, account_id, license_id FROM events
+                   WHERE tenant_id = $1 AND session_id IS NOT NULL AND (account_id IS NOT NULL OR license_id IS NOT NULL) ORDER BY session_id, occurred_at),
+          s AS (SELECT (x.started_at AT TIME ZONE 'UTC')::date AS day,
+                       CASE WHEN x.account_id IS NULL AND x.license_id IS NULL THEN coalesce(c.account_id, '') ELSE coalesce(x.account_id, '') END AS a,
+                       CASE WHEN x.account_id IS NULL AND x.license_id IS NULL THEN coalesce(c.license_id, '') ELSE coalesce(x.license_id, '') END AS l, x.product_version
+                  FROM sessions x LEFT JOIN ctx c ON c.sid = x.session_id WHERE x.tenant_id = $1),
+          u AS (SELECT (occurred_at AT TIME ZONE 'UTC')::date AS day, coalesce(account_id, '') AS a, coalesce(license_id, '') AS l, product_version, 1 AS e, 0 AS s, 0 AS x FROM events WHERE tenant_id = $1
+                UNION ALL SELECT day, a, l, product_version, 0, 1, 0 FROM s
+                UNION ALL SELECT (occurred_at AT TIME ZONE 'UTC')::date, coalesce(account_id, ''), coalesce(license_id, ''), product_version, 0, 0, 1 FROM exceptions WHERE tenant_id = $1)
+     SELECT day::text, a AS account_id, l AS license_id, product_version, sum(e)::int AS e, sum(s)::int AS s, sum(x)::int AS x FROM u GROUP BY 1, 2, 3, 4`,
+  ],
+  [
+    'features by day',
+    `SELECT day::text, account_id, license_id, category, name, sum(events)::int AS n FROM rm_feature_days WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
+    `SELECT (occurred_at AT TIME ZONE 'UTC')::date::text AS day, coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id, category, name, count(*)::int AS n
+       FROM events WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
+  ],
+  [
+    'actor days',
+    `SELECT day::text, actor_id, account_id, license_id, sum(events)::int AS n, bool_or(crashed) AS crashed FROM rm_actor_days WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4`,
+    `WITH r AS (SELECT e.*, coalesce(k.identified_actor_id, e.actor_id) AS who FROM (
+                  SELECT occurred_at, actor_id, account_id, license_id, 1 AS n, false AS fatal FROM events WHERE tenant_id = $1
+                  UNION ALL SELECT occurred_at, actor_id, account_id, license_id, 0, severity = 'fatal' FROM exceptions WHERE tenant_id = $1) e
+                LEFT JOIN actor_links k ON k.tenant_id = $1 AND k.anonymous_actor_id = e.actor_id)
+     SELECT (occurred_at AT TIME ZONE 'UTC')::date::text AS day, who AS actor_id, coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id,
+            sum(n)::int AS n, bool_or(fatal) AS crashed FROM r GROUP BY 1, 2, 3, 4`,
+  ],
+  [
+    'first seen',
+    `SELECT actor_id, first_seen FROM rm_actor_first WHERE tenant_id = $1`,
+    `SELECT coalesce(k.identified_actor_id, e.actor_id) AS actor_id, min(e.occurred_at) AS first_seen FROM events e
+       LEFT JOIN actor_links k ON k.tenant_id = e.tenant_id AND k.anonymous_actor_id = e.actor_id WHERE e.tenant_id = $1 GROUP BY 1`,
+  ],
+  [
+    'first seen per (category, name)',
+    `SELECT actor_id, category, name, first_seen FROM rm_actor_event_first WHERE tenant_id = $1`,
+    `SELECT coalesce(k.identified_actor_id, e.actor_id) AS actor_id, category, name, min(e.occurred_at) AS first_seen FROM events e
+       LEFT JOIN actor_links k ON k.tenant_id = e.tenant_id AND k.anonymous_actor_id = e.actor_id WHERE e.tenant_id = $1 GROUP BY 1, 2, 3`,
+  ],
+  [
+    'sessions',
+    `SELECT session_id, actor_id, status FROM rm_sessions WHERE tenant_id = $1 AND started_at IS NOT NULL`,
+    `SELECT x.session_id, coalesce(k.identified_actor_id, x.actor_id) AS actor_id,
+            CASE WHEN bool_or(e.severity = 'fatal') THEN 'crashed' WHEN x.end_reason IN ('timeout', 'sdk_recovery') THEN 'abnormal'
+                 WHEN count(e.exception_id) > 0 THEN 'errored' WHEN x.ended_at IS NOT NULL THEN 'healthy' ELSE 'open' END AS status
+       FROM sessions x LEFT JOIN exceptions e ON e.tenant_id = x.tenant_id AND e.session_id = x.session_id
+       LEFT JOIN actor_links k ON k.tenant_id = x.tenant_id AND k.anonymous_actor_id = x.actor_id
+      WHERE x.tenant_id = $1 GROUP BY x.session_id, 2, x.end_reason, x.ended_at`,
+  ],
+];
+
+async function assertMatchesRaw(tenantId: string, when: string): Promise<void> {
+  for (const [name, derived, raw] of CHECKS) {
+    assert.deepEqual(norm(await t.db.query(derived, [tenantId])), norm(await t.db.query(raw, [tenantId])), `${name} (${when})`);
+  }
+}
+
+describe('read model', () => {
+  it('equals a recomputation from raw rows after retries, duplicates, late events, identify links, sessions and a crash mid-fold; before and after compaction', async () => {
+    const tn = await tenantWithProduct(t.app, 'business');
+    const S1 = '0190a0b0-0000-7000-8000-000000000001';
+    const S2 = '0190a0b0-0000-7000-8000-000000000002';
+    const first = [
+      event({ actor_id: 'anon-1', timestamp: at(-10 * DAY), name: 'open' }), // late: 10 days ago
+      event({ actor_id: 'anon-1', timestamp: at(0), account_id: 'acme', license_id: 'L1', session_id: S1 }),
+      event({ actor_id: 'u2', timestamp: at(60_000), account_id: 'acme', license_id: 'L2', name: 'save', product_version: '2.0.0' }),
+      event({ actor_id: 'u3', timestamp: at(-DAY), account_id: 'globex' }),
+    ];
+    assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200);
+    // The session starts with no account; its events carry one (S1 above, acme/L1).
+    assert.equal((await post(tn.ingestKey, '/v1/events/sessions', { session_id: S1, actor_id: 'anon-1', product: 'app', product_version: '1.0.0', started_at: at(-60_000) })).statusCode, 200);
+    await runJob();
+    assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200, 'a client retry of the whole batch: duplicates');
+    await crashMidFold();
+    // identify after anon-1 was folded: its rows move to user-1, including the late day.
+    assert.equal((await post(tn.ingestKey, '/v1/actors/identify', { anonymous_actor_id: 'anon-1', identified_actor_id: 'user-1', identified_at: at(120_000), product: 'app', product_version: '1.0.0' })).statusCode, 200);
+    assert.equal((await postEvents(t.app, tn.ingestKey, [event({ actor_id: 'user-1', timestamp: at(180_000), account_id: 'acme', license_id: 'L1' })])).statusCode, 200);
+    assert.equal((await post(tn.ingestKey, '/v1/events/sessions', { session_id: S2, actor_id: 'u2', product: 'app', product_version: '2.0.0', started_at: at(0), account_id: 'acme' })).statusCode, 200);
+    const exception = (id: string, severity: string, session: string) => ({
+      exception_id: id, exception_type: 'TypeError', message: 'boom', stack_trace: 'TypeError: boom\n    at a (x.js:1:1)', severity, occurred_at: at(240_000),
+      actor_id: 'u2', product: 'app', product_version: '2.0.0', account_id: 'acme', session_id: session,
+    });
+    assert.equal((await post(tn.ingestKey, '/v1/events/exceptions', exception('x1', 'non_fatal', S2))).statusCode, 200);
+    await crashMidFold();
+    await runJob(0, 1); // slices one transaction id wide
+    assert.equal((await post(tn.ingestKey, '/v1/events/exceptions', exception('x2', 'fatal', S1))).statusCode, 200);
+    assert.equal((await post(tn.ingestKey, '/v1/events/sessions/end', { session_id: S2, ended_at: at(300_000), end_reason: 'normal' })).statusCode, 200);
+    await runJob();
+    await runJob(); // nothing new: nothing counted twice
+    await assertMatchesRaw(tn.id, 'deltas');
+
+    // By hand: today user-1 (anon-1's events and its own) and u2 are active; 10 days ago only user-1 (then anon-1).
+    // S1 started without an account and took acme from its events; x2 (fatal) crashed it; x1 made S2 errored.
+    const dau = async (ms: number) =>
+      (await t.db.query<{ actor_id: string }>('SELECT DISTINCT actor_id FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date AND events > 0 ORDER BY 1', [tn.id, dayOf(ms)])).map((r) => r.actor_id);
+    assert.deepEqual(await dau(0), ['u2', 'user-1']);
+    assert.deepEqual(await dau(-10 * DAY), ['user-1']);
+    const sessions = await t.db.query<{ session_id: string; status: string; account_id: string | null; actor_id: string }>(
+      'SELECT session_id, status, account_id, actor_id FROM rm_sessions WHERE tenant_id = $1 ORDER BY 1',
+      [tn.id],
+    );
+    assert.deepEqual(
+      sessions.map((s) => [s.session_id, s.status, s.account_id, s.actor_id]),
+      [
+        [S1, 'crashed', 'acme', 'user-1'],
+        [S2, 'errored', 'acme', 'u2'],
+      ],
+    );
+
+    // Compaction changes no answer.
+    for (const d of await t.db.query<{ day: string }>('SELECT day::text AS day FROM rm_compaction_due WHERE tenant_id = $1', [tn.id])) {
+      await t.db.tx((q) => compactDay(q, tn.id, d.day));
+    }
+    await assertMatchesRaw(tn.id, 'compacted');
+    const [{ n }] = (await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'user-1' AND day = $2::date", [tn.id, dayOf(0)])) as [{ n: number }];
+    assert.equal(n, 1, 'one row per active actor per day once compacted');
+  });
+});
