@@ -31,7 +31,7 @@ async function actors(adminKey: string): Promise<{ actor_id: string; traits: Rec
 }
 
 describe('identify traits', () => {
-  it('keeps the newest traits per identified actor and shows them in the account actors, also on a linked anonymous actor', async () => {
+  it('keeps the newest traits per identified actor and shows them in the account actors, where a linked anonymous actor counts as its user', async () => {
     const tn = await tenantWithProduct(t.app, 'business');
     const posted = await postEvents(t.app, tn.ingestKey, ['anon-1', 'user-1', 'user-2'].map((actor_id) => event({ actor_id, account_id: 'acme', timestamp: hourAgo() })));
     assert.equal(posted.statusCode, 200, posted.body);
@@ -50,8 +50,8 @@ describe('identify traits', () => {
     const rows = await actors(tn.adminKey);
     assert.deepEqual(
       rows.map((r) => [r.actor_id, r.traits]),
+      // anon-1 is linked to user-1: the read model counts it once, as user-1 (CONTRACT.md).
       [
-        ['anon-1', { plan: 'business', seats: 9 }], // linked to user-1: the user's traits
         ['user-1', { plan: 'business', seats: 9 }],
         ['user-2', null],
       ],

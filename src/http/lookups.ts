@@ -1,4 +1,4 @@
-import { AppError, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import type { Db } from '../storage/db.js';
 import { findProduct, type ProductRow } from '../storage/products.js';
 import { cursorKey } from '../query/page.js';

@@ -1,11 +1,21 @@
-import type { Static } from 'typebox';
 import type { Db } from '../storage/db.js';
 import { exceptionGroups } from '../storage/exception-groups.js';
-import type { ExceptionQuery } from '../http/schemas/accounts.js';
 import { cursorKey, pageOf } from './page.js';
 import { resolveProduct } from './scope.js';
 
-type Query = Static<typeof ExceptionQuery>;
+/** The filters of GET /v1/exceptions (the route's schema, src/http/schemas/accounts.ts, validates them). */
+export interface ExceptionFilter {
+  product?: string | undefined;
+  version?: string | undefined;
+  severity?: 'fatal' | 'non_fatal' | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  account_id?: string | undefined;
+  license_id?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+type Query = ExceptionFilter;
 
 /**
  * Exception groups by fingerprint, newest first, with the filters of GET /v1/exceptions; the
