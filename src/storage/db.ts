@@ -1,3 +1,6 @@
+import pino from 'pino';
+import { attachCatalog } from './catalog.js';
+
 // One query interface over two drivers: PGlite (embedded, default) and pg (a PostgreSQL server).
 // Query functions in this folder take a Queryable, so they run the same inside or outside a transaction.
 export interface Queryable {
@@ -11,37 +14,44 @@ export interface LockedSession extends Queryable {
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
 }
 
+/**
+ * A store: the embedded one (storage/embedded/, PGlite) or a PostgreSQL server (postgres.ts). The
+ * same contract on both; where they differ in cost, the comment says which way to lean.
+ */
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres';
   /**
-   * Runs fn in one transaction; it commits (and, on the embedded store, is made durable) before
-   * resolving. Inside fn use only `q`: on the embedded store `db` itself waits for the transaction.
+   * Runs fn in one transaction; it commits, and is durable, before resolving. Inside fn use only
+   * `q`: a store may have one connection (the embedded store does), and `db` then waits for fn.
    */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   /**
-   * Runs one statement as its own transaction (no BEGIN/COMMIT round trips): committed, and on
-   * the embedded store made durable, before it resolves. For writes that fit in one statement.
+   * Runs one statement that changes data as its own transaction, with no BEGIN/COMMIT round trips:
+   * committed and durable before it resolves. A statement through `query` is committed when it
+   * resolves but, on the embedded store, made durable only by the next `write`, `tx` or checkpoint;
+   * `write` may also run after shorter statements waiting (a batch's write after look-ups).
    */
   write<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /**
    * Runs fn only if this process can take the advisory lock; returns undefined when another holds
-   * it. fn's statements and transactions run on the connection holding the lock. On the embedded
-   * store (one connection) each of them takes the connection in turn, so requests interleave
-   * between a job's statements and transactions instead of waiting for the whole job.
+   * it. fn's statements and transactions run holding the lock; a store may serve other work between
+   * them (the embedded store does, so that requests do not wait for a whole job).
    */
   tryWithLock<T>(key: number, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined>;
   /** Runs fn holding the advisory lock, waiting for it. */
   withLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
-  /**
-   * A read of the catalog (tenants, API keys, products, versions) under `key`, served from memory
-   * where that is exact. The embedded store caches it: one process owns that store, and every
-   * change to those tables clears the cache before the change is acknowledged (migration 009). A
-   * PostgreSQL server has other writers, so there `load` runs every time. The value is shared:
-   * callers must not modify it. `cacheIf` says whether a value may be kept (an unknown key is not).
-   */
-  catalogRead<T>(key: string, load: () => Promise<T>, cacheIf?: (value: T) => boolean): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Where a store reports the failures it handles without throwing them to a caller: a background
+ * checkpoint, a ROLLBACK after the error it answers, an idle connection lost. pino's and Fastify's
+ * loggers fit.
+ */
+export interface StoreLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
 }
 
 /** Advisory lock keys: one per background job, and one for migrations. */
@@ -59,14 +69,21 @@ export interface OpenOptions {
   /** PGlite only: fsync the WAL before a transaction resolves. */
   syncOnCommit?: boolean;
   poolSize?: number;
+  /** Where the store's handled failures go: a pino logger at warn unless given. */
+  log?: StoreLog;
 }
 
+let defaultLog: StoreLog | undefined;
+
+/** Opens a store, with its catalog reads (catalog.ts: cached on the embedded store, read through on PostgreSQL). */
 export async function openDb(opts: OpenOptions): Promise<Db> {
+  const log = opts.log ?? (defaultLog ??= pino({ level: 'warn' }));
   if (opts.databaseUrl) {
     const { openPostgres } = await import('./postgres.js');
-    return openPostgres(opts.databaseUrl, opts.poolSize ?? 8);
+    return openPostgres(opts.databaseUrl, opts.poolSize ?? 8, log);
   }
-  const { openPglite } = await import('./pglite.js');
+  const { openEmbedded } = await import('./embedded/index.js');
   // DATA_DIR holds the PostgreSQL data directory in pg/, beside our own files.
-  return openPglite(opts.dataDir ? `${opts.dataDir}/pg` : undefined, opts.syncOnCommit ?? true);
+  const { db, catalog } = await openEmbedded({ dataDir: opts.dataDir ? `${opts.dataDir}/pg` : undefined, syncOnCommit: opts.syncOnCommit ?? true, log });
+  return attachCatalog(db, catalog);
 }
