@@ -79,9 +79,11 @@ function groupSync(run: () => Promise<void>): () => Promise<void> {
 export interface Durability {
   /** Resolves once every write committed before the call is on disk (a no-op without syncOnCommit). */
   syncWal(): Promise<void>;
+  /** Stops the checkpoint timer. */
+  stop(): void;
   /**
-   * Stops the checkpoint timer; then, holding the connection (`exec` runs on it), a last CHECKPOINT,
-   * `closeStore`, and the tree to disk. Only `closeStore`'s failure is thrown: the others are logged.
+   * Holding the connection (`exec` runs on it): a last CHECKPOINT, `closeStore`, and the tree to
+   * disk. Only `closeStore`'s failure is thrown: the others are logged.
    */
   close(exec: (sql: string) => Promise<void>, closeStore: () => Promise<unknown>): Promise<void>;
 }
@@ -97,7 +99,7 @@ export interface DurabilityOptions {
 
 export function createDurability(opts: DurabilityOptions): Durability {
   const { dataDir, log } = opts;
-  if (!dataDir || !opts.syncOnCommit) return { syncWal: async () => {}, close: async (_exec, closeStore) => void (await closeStore()) };
+  if (!dataDir || !opts.syncOnCommit) return { syncWal: async () => {}, stop: () => {}, close: async (_exec, closeStore) => void (await closeStore()) };
 
   const syncWal = groupSync(() => syncWalFiles(join(dataDir, 'pg_wal')));
   // CHECKPOINT, then the whole folder to disk, with the connection held throughout. A failed one is
@@ -115,8 +117,8 @@ export function createDurability(opts: DurabilityOptions): Durability {
 
   return {
     syncWal,
+    stop: () => clearInterval(timer),
     async close(exec, closeStore) {
-      clearInterval(timer);
       await exec('CHECKPOINT').catch((err: unknown) => log.error({ err }, 'embedded store: the checkpoint at close failed; the WAL is replayed at the next start'));
       await closeStore();
       await fsyncTree(dataDir, log).catch((err: unknown) => log.error({ err }, 'embedded store: the fsync at close failed'));

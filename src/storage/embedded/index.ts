@@ -83,6 +83,7 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; cat
     },
     async close() {
       if (rpc.closed) return;
+      durability.stop();
       await lanes
         .exclusive(() => durability.close(direct.exec, () => rpc.call('close')))
         .catch((err: unknown) => log.error({ err }, 'embedded store: closing PGlite failed; the WAL is replayed at the next start'));
