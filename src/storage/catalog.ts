@@ -1,3 +1,5 @@
+import type { Db } from './store.js';
+
 /**
  * Reads of the catalog (tenants, API keys, products, versions): an API key's look-up and a batch's
  * products and version statuses, the two reads every ingest request makes. A store that sees every
@@ -15,14 +17,14 @@ export const readThrough: Catalog = { read: (_key, load) => load() };
 // The catalog that openDb built with each store. Held beside the store rather than in the Db
 // interface, so that Db stays the same on both stores; a Db that openDb did not open (a wrapper,
 // a copy) reads through, which is always exact.
-const catalogs = new WeakMap<object, Catalog>();
+const catalogs = new WeakMap<Db, Catalog>();
 
-export function attachCatalog<D extends object>(db: D, catalog: Catalog): D {
+export function attachCatalog(db: Db, catalog: Catalog): Db {
   catalogs.set(db, catalog);
   return db;
 }
 
 /** The catalog reads of this store. */
-export function catalogOf(db: object): Catalog {
+export function catalogOf(db: Db): Catalog {
   return catalogs.get(db) ?? readThrough;
 }

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.js';
-import type { Db, LockedSession, Queryable, StoreLog } from './db.js';
+import type { Db, LockedSession, Queryable, StoreLog } from './store.js';
 
 // int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));

@@ -1,6 +1,6 @@
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { StoreLog } from '../db.js';
+import type { StoreLog } from '../store.js';
 import type { Take } from './scheduling.js';
 
 // PostgreSQL runs with fsync off in PGlite, but its writes reach the OS page cache as statements

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import type { Catalog } from '../catalog.js';
-import type { Db, Queryable, StoreLog } from '../db.js';
+import type { Db, Queryable, StoreLog } from '../store.js';
 import { createCatalogCache } from './cache.js';
 import { createDurability } from './durability.js';
 import { startWorker } from './rpc.js';

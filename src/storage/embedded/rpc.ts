@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../../errors.js';
-import type { StoreLog } from '../db.js';
+import type { StoreLog } from '../store.js';
 
 // Messages to and from the worker thread that runs PGlite (worker.mjs). Each message carries an id;
 // its answer resolves or rejects the promise waiting under that id. The worker runs what it was sent
