@@ -6,7 +6,7 @@ import { createTenant } from './admin/operations.js';
 import { loadPlans, type Plans } from './domain/plans.js';
 import { openDb, type Db } from './storage/db.js';
 import { migrate } from './storage/migrate.js';
-import { releaseEmbeddedLock, takeEmbeddedLock } from './storage/embedded-lock.js';
+import { releaseEmbeddedLock, takeEmbeddedLock } from './storage/embedded/owner-lock.js';
 import { insertProduct } from './storage/products.js';
 import { countTenants } from './storage/tenants.js';
 import { backgroundJobs } from './jobs/all.js';
@@ -56,7 +56,7 @@ export async function main(): Promise<void> {
     takeEmbeddedLock(config.dataDir);
     log.warn(`embedded store in ${config.dataDir} (PGlite, in a worker thread, one owner process): for trials and small installs; set DATABASE_URL for production`);
   }
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, syncOnCommit: config.embeddedSync === 'commit' });
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, syncOnCommit: config.embeddedSync === 'commit', log });
   await migrate(db);
   const banner = await seedDemo(db, plans, config);
 

@@ -8,7 +8,7 @@ import { AppError } from '../errors.js';
 import { isPermission, type Permission } from '../domain/keys.js';
 import { isPlanName, loadPlans } from '../domain/plans.js';
 import { openDb } from '../storage/db.js';
-import { embeddedOwner } from '../storage/embedded-lock.js';
+import { embeddedOwner } from '../storage/embedded/owner-lock.js';
 import { migrate } from '../storage/migrate.js';
 
 const USAGE = `usage: npm run admin -- <command> [options]

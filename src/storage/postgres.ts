@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { StoreUnavailableError } from '../errors.js';
-import type { Db, LockedSession, Queryable } from './db.js';
+import type { Db, LockedSession, Queryable, StoreLog } from './store.js';
 
 // int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -22,7 +22,7 @@ function wrap(err: unknown): never {
   throw err;
 }
 
-export function openPostgres(url: string, max: number): Db {
+export function openPostgres(url: string, max: number, log: StoreLog): Db {
   // JIT compilation costs more than it saves on our short statements.
   const options = '-c jit=off';
   const pool = new pg.Pool({
@@ -38,9 +38,11 @@ export function openPostgres(url: string, max: number): Db {
   // query timeout: a large backlog may take minutes, and node-postgres would otherwise abandon the
   // statement while it still runs on the server, holding the lock.
   const jobPool = new pg.Pool({ connectionString: url, max: 2, options, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30_000 });
-  jobPool.on('error', () => {});
-  // An idle client losing its connection (server restart) must not crash the process.
-  pool.on('error', () => {});
+  // An idle client losing its connection (server restart) must not crash the process: the pool
+  // drops it and opens another when asked; the next query that cannot reach the server fails.
+  const lost = (which: string) => (err: Error) => log.warn({ err }, `PostgreSQL: an idle ${which} connection failed; the pool replaces it`);
+  jobPool.on('error', lost('background job'));
+  pool.on('error', lost('request'));
 
   const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[]): Promise<T[]> => {
     try {
@@ -76,7 +78,11 @@ export function openPostgres(url: string, max: number): Db {
       return result;
     } catch (err) {
       if (err instanceof StoreUnavailableError) onBroken();
-      else await client.query('ROLLBACK').catch(onBroken);
+      else
+        await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+          log.warn({ err: rollbackErr, cause: err }, 'PostgreSQL: ROLLBACK failed; the connection is closed');
+          onBroken();
+        });
       throw err;
     }
   };
@@ -92,7 +98,10 @@ export function openPostgres(url: string, max: number): Db {
       try {
         return await fn(q);
       } finally {
-        await q.query('SELECT pg_advisory_unlock($1)', [key]).catch((err: Error) => (failed = err));
+        await q.query('SELECT pg_advisory_unlock($1)', [key]).catch((err: Error) => {
+          log.warn({ err, key }, 'PostgreSQL: advisory unlock failed; the connection is closed, which releases the lock');
+          failed = err;
+        });
       }
     } catch (err) {
       failed = err as Error;
@@ -118,8 +127,6 @@ export function openPostgres(url: string, max: number): Db {
     // A statement outside BEGIN is its own transaction, committed before the reply.
     write: (sql, params) => run(pool, sql, params),
     tryWithLock: (key, fn) => holdingLock(key, false, fn),
-    // Other processes change the catalog too: nothing is cached.
-    catalogRead: (_key, load) => load(),
     withLock: async (key, fn) => (await holdingLock(key, true, fn))!,
     async ping() {
       await run(pool, 'SELECT 1');

@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { catalogOf } from './catalog.js';
 import type { Db, Queryable } from './db.js';
 import { versionKey } from './versions.js';
 import { iso } from './rows.js';
@@ -97,7 +98,7 @@ export interface BatchCatalog {
  */
 export function catalogForBatch(db: Db, tenantId: string, slugs: string[], versions: string[]): Promise<BatchCatalog> {
   const key = `catalog ${tenantId} ${JSON.stringify([[...slugs].sort(), [...versions].sort()])}`;
-  return db.catalogRead(key, () => readCatalog(db, tenantId, slugs, versions));
+  return catalogOf(db).read(key, () => readCatalog(db, tenantId, slugs, versions));
 }
 
 async function readCatalog(q: Queryable, tenantId: string, slugs: string[], versions: string[]): Promise<BatchCatalog> {

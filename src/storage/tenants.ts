@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { catalogOf } from './catalog.js';
 import type { Db, Queryable } from './db.js';
 import type { Permission } from '../domain/keys.js';
 import { generateApiKey } from '../domain/keys.js';
@@ -134,16 +135,16 @@ export async function revokeApiKey(q: Queryable, tenantId: string, keyId: string
   return rows.length > 0;
 }
 
-/** Shared between requests where the embedded store caches it (Db.catalogRead): read-only. */
+/** Shared between requests where the store caches it (catalog.ts): read-only. */
 export interface KeyPrincipal {
   readonly keyId: string;
   readonly permissions: readonly Permission[];
   readonly tenant: Readonly<TenantRow>;
 }
 
-/** The live key with this hash and its tenant, in one round trip (or none: see Db.catalogRead). */
+/** The live key with this hash and its tenant, in one round trip (or none, where cached: catalog.ts). */
 export function findKeyByHash(db: Db, hash: string): Promise<KeyPrincipal | undefined> {
-  return db.catalogRead(`key ${hash}`, () => keyByHash(db, hash), (principal) => principal !== undefined);
+  return catalogOf(db).read(`key ${hash}`, () => keyByHash(db, hash), (principal) => principal !== undefined);
 }
 
 const TENANT_COLUMNS = COLUMNS.split(',').map((c) => 't.' + c.trim()).join(', ');

@@ -22,7 +22,7 @@ export function bearerToken(request: FastifyRequest): string | undefined {
  * onRequest hook: resolves the API key before the body is read, so a 401 or 403 costs one indexed
  * look-up and never a parse. A revoked key fails on its next request, in every server process: on
  * PostgreSQL keys are not cached, and the embedded store's cache is dropped before a change to it
- * is acknowledged (Db.catalogRead).
+ * is acknowledged (storage/catalog.ts).
  */
 export function requireKey(db: Db, anyOf: Permission[]): onRequestAsyncHookHandler {
   return async (request: FastifyRequest, _reply: FastifyReply) => {

@@ -1,14 +1,14 @@
 // @ts-check
 // The embedded store's thread: PGlite (PostgreSQL in WebAssembly) runs here, so that a query never
 // blocks the HTTP event loop. Plain JavaScript because worker threads cannot load TypeScript
-// through tsx on Node 20; it is type-checked through JSDoc. The main-thread side is pglite.ts.
+// through tsx on Node 20; it is type-checked through JSDoc. The main-thread side is rpc.ts.
 import { setImmediate } from 'node:timers';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 
 /** @type {{ dataDir?: string, syncOnCommit: boolean }} */
 const { dataDir, syncOnCommit } = workerData;
-if (!parentPort) throw new Error('pglite-worker must run as a worker thread');
+if (!parentPort) throw new Error('the embedded store worker must run as a worker thread');
 const port = parentPort;
 
 const pg = new PGlite({
@@ -16,7 +16,7 @@ const pg = new PGlite({
   parsers: { 20: (/** @type {string} */ v) => Number(v) },
   // With fsync off, a checkpoint lets PostgreSQL recycle WAL whose pages may not be on disk yet.
   // So checkpoints are ours: rare on their own, and each of ours is followed by a full fsync pass
-  // (pglite.ts, from the main thread).
+  // (durability.ts, from the main thread).
   ...(dataDir && syncOnCommit ? { postgresqlconf: ['checkpoint_timeout = 1d', 'max_wal_size = 2GB'] } : {}),
 });
 
@@ -44,7 +44,7 @@ async function handle(msg) {
 // statement is waiting, so that a request's short look-ups (its key, its catalog) wait for at most
 // the statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of
 // them pass a waiting write, so that a stream of reads cannot starve ingestion. A transaction's
-// statements come one at a time (pglite.ts sends the next only after the answer), so they never
+// statements come one at a time (index.ts sends the next only after the answer), so they never
 // overtake each other.
 /** @typedef {{ id: number, op: string, sql?: string, params?: unknown[] }} Message */
 /** @type {Message[]} */
@@ -96,7 +96,7 @@ port.on('message', (/** @type {Message} */ msg) => {
 // Migration 009's notices: the statement just run changed the catalog (tenants, keys, products,
 // versions). PGlite hands a notice to its listener while it reads the statement's answer, before
 // that answer resolves, so the flag rides on the answer to the very statement (or COMMIT) that
-// committed the change, and pglite.ts drops its cached reads before anyone sees the change acknowledged.
+// committed the change, and cache.ts drops its cached reads before anyone sees the change acknowledged.
 let catalogChanged = false;
 const takeCatalogChange = () => {
   const changed = catalogChanged;

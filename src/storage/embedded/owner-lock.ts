@@ -14,8 +14,12 @@ export function embeddedOwner(dataDir: string): number | undefined {
   try {
     process.kill(pid, 0);
     return pid;
-  } catch {
-    return undefined; // a stale file from a process that is gone
+  } catch (err) {
+    // ESRCH: a stale file from a process that is gone. EPERM: alive, another user's.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') return undefined;
+    if (code === 'EPERM') return pid;
+    throw err;
   }
 }
 

@@ -1,0 +1,94 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import type { Catalog } from '../catalog.js';
+import type { Db, Queryable, StoreLog } from '../store.js';
+import { createCatalogCache } from './cache.js';
+import { createDurability } from './durability.js';
+import { startWorker } from './rpc.js';
+import { createLanes, type Take } from './scheduling.js';
+
+// The embedded store (docs/embedded-store.md): PGlite (PostgreSQL in WebAssembly) in its own worker
+// thread (worker.mjs, reached through rpc.ts), so a query never blocks the HTTP event loop, and
+// parsing and validating the next batch overlaps with writing this one. PGlite has one connection:
+// single statements are pipelined to it, and a transaction takes it alone for its whole length
+// (scheduling.ts). Writes are made durable before they resolve (durability.ts). Catalog reads are
+// cached, exactly (cache.ts). This file puts them together behind the Db interface.
+
+export interface EmbeddedOptions {
+  /** PostgreSQL's data directory; in memory when undefined. */
+  dataDir: string | undefined;
+  /** fsync the WAL before a write resolves, and checkpoint with a full fsync every five minutes. */
+  syncOnCommit: boolean;
+  log: StoreLog;
+}
+
+export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; catalog: Catalog }> {
+  const { dataDir, log } = opts;
+  if (dataDir && !existsSync(dataDir)) mkdirSync(dataDir, { recursive: true });
+  const catalog = createCatalogCache();
+  const rpc = await startWorker({ dataDir, syncOnCommit: opts.syncOnCommit, onCatalogChange: catalog.changed, log });
+  const lanes = createLanes();
+
+  // Straight to the worker: for whoever already holds a turn.
+  const direct: Queryable = {
+    query: async <T>(sql: string, params?: unknown[]) => (await rpc.call('query', sql, params)) as T[],
+    exec: async (sql: string) => {
+      await rpc.call('exec', sql);
+    },
+  };
+  const durability = createDurability({ dataDir, syncOnCommit: opts.syncOnCommit, exclusive: lanes.exclusive, exec: direct.exec, log });
+
+  /** BEGIN … COMMIT as one turn on the connection (taken by `take`), then the WAL to disk. */
+  const inTransaction = async <T>(take: Take, fn: (q: Queryable) => Promise<T>): Promise<T> => {
+    const result = await take(async () => {
+      await direct.exec('BEGIN');
+      try {
+        const r = await fn(direct);
+        await direct.exec('COMMIT');
+        return r;
+      } catch (err) {
+        // The error that ended the transaction is the one thrown; a failed ROLLBACK is logged beside it.
+        await direct.exec('ROLLBACK').catch((rollbackErr: unknown) => log.warn({ err: rollbackErr, cause: err }, 'embedded store: ROLLBACK failed'));
+        throw err;
+      }
+    });
+    await durability.syncWal();
+    return result;
+  };
+
+  const db: Db = {
+    kind: 'pglite',
+    query: (sql, params) => lanes.statement(() => direct.query(sql, params)),
+    // A script may hold several statements, BEGIN and COMMIT among them: the connection alone.
+    exec: (sql) => lanes.exclusive(() => direct.exec(sql)),
+    tx: (fn) => inTransaction(lanes.exclusive, fn),
+    async write<T>(sql: string, params?: unknown[]) {
+      // The worker runs a batch's write after the short statements waiting (worker.mjs).
+      const rows = await lanes.statement(async () => (await rpc.call('write', sql, params)) as T[]);
+      await durability.syncWal();
+      return rows;
+    },
+    // One process owns the embedded store, so its advisory locks are always free. A job takes
+    // the connection per statement or transaction, never for its whole run, and after the
+    // requests waiting have had theirs, so that requests are served between its steps.
+    tryWithLock: (_key, fn) =>
+      fn({
+        query: (sql, params) => lanes.jobStatement(() => direct.query(sql, params)),
+        exec: (sql) => lanes.jobExclusive(() => direct.exec(sql)),
+        tx: (body) => inTransaction(lanes.jobExclusive, body),
+      }),
+    // Migrations: the whole run at once.
+    withLock: (_key, fn) => lanes.exclusive(() => fn(direct)),
+    async ping() {
+      await db.query('SELECT 1');
+    },
+    async close() {
+      if (rpc.closed) return;
+      durability.stop();
+      await lanes
+        .exclusive(() => durability.close(direct.exec, () => rpc.call('close')))
+        .catch((err: unknown) => log.error({ err }, 'embedded store: closing PGlite failed; the WAL is replayed at the next start'));
+      await rpc.terminate();
+    },
+  };
+  return { db, catalog };
+}

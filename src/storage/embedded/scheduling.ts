@@ -1,0 +1,93 @@
+// Turns on PGlite's one connection, and how background jobs yield to requests.
+//
+// A single statement is a shared turn: it is sent at once, and the worker runs what it was sent in
+// order, back to back, with no round trip to this thread between two statements. A transaction
+// (BEGIN … COMMIT, several messages), a script, a migration, a checkpoint is an exclusive turn: it
+// waits for the statements sent before it to be answered, and whatever comes after it waits for it
+// to end (first come, first served, so neither starves).
+//
+// Requests' turns (and anything not a background job) in flight or waiting are the foreground: a
+// job's next step waits for them to drain (up to JOB_PATIENCE_MS), so that a request waits behind
+// at most one step of a job, not behind one step per statement it runs.
+
+/** Runs fn in a turn on the connection. */
+export type Take = <T>(fn: () => Promise<T>) => Promise<T>;
+
+export interface Lanes {
+  /** A request's single statement (shared turn). */
+  statement: Take;
+  /** A request's transaction or script, a migration, a checkpoint (exclusive turn). */
+  exclusive: Take;
+  /** A background job's single statement: after the foreground drains. */
+  jobStatement: Take;
+  /** A background job's transaction or script: after the foreground drains. */
+  jobExclusive: Take;
+}
+
+export const JOB_PATIENCE_MS = 2000;
+
+export function createLanes(): Lanes {
+  let shared = 0;
+  let held = false;
+  const queue: { exclusive: boolean; go: () => void }[] = [];
+  const pump = (): void => {
+    while (queue.length > 0 && !held) {
+      const next = queue[0]!;
+      if (next.exclusive) {
+        if (shared > 0) return;
+        held = true;
+      } else {
+        shared++;
+      }
+      queue.shift();
+      next.go();
+    }
+  };
+  const turn = <T>(exclusive: boolean, fn: () => Promise<T>): Promise<T> =>
+    new Promise<void>((go) => {
+      queue.push({ exclusive, go });
+      pump();
+    })
+      .then(fn)
+      .finally(() => {
+        if (exclusive) held = false;
+        else shared--;
+        pump();
+      });
+
+  let foreground = 0;
+  let drained: (() => void)[] = [];
+  const inForeground =
+    (exclusive: boolean): Take =>
+    <T>(fn: () => Promise<T>): Promise<T> => {
+      foreground++;
+      return turn(exclusive, fn).finally(() => {
+        if (--foreground > 0) return;
+        const waiters = drained;
+        drained = [];
+        for (const w of waiters) w();
+      });
+    };
+  const inBackground =
+    (exclusive: boolean): Take =>
+    async <T>(fn: () => Promise<T>): Promise<T> => {
+      const since = Date.now();
+      while (foreground > 0 && Date.now() - since < JOB_PATIENCE_MS) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, JOB_PATIENCE_MS - (Date.now() - since));
+          drained.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      return turn(exclusive, fn);
+    };
+
+  return {
+    statement: inForeground(false),
+    exclusive: inForeground(true),
+    jobStatement: inBackground(false),
+    jobExclusive: inBackground(true),
+  };
+}

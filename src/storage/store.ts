@@ -1,0 +1,54 @@
+// What a store is: one query interface over two drivers, PGlite (the embedded store, default) and
+// pg (a PostgreSQL server). Query functions in this folder take a Queryable, so they run the same
+// inside or outside a transaction. Opening one is db.ts's job; the drivers import only this file,
+// so that nothing imports back the module that opens them.
+export interface Queryable {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+/** A connection holding an advisory lock (background jobs): statements, and transactions on it. */
+export interface LockedSession extends Queryable {
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+}
+
+/**
+ * A store: the embedded one (storage/embedded/, PGlite) or a PostgreSQL server (postgres.ts). The
+ * same contract on both; where they differ in cost, the comment says which way to lean.
+ */
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres';
+  /**
+   * Runs fn in one transaction; it commits, and is durable, before resolving. Inside fn use only
+   * `q`: a store may have one connection (the embedded store does), and `db` then waits for fn.
+   */
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs one statement that changes data as its own transaction, with no BEGIN/COMMIT round trips:
+   * committed and durable before it resolves. A statement through `query` is committed when it
+   * resolves but, on the embedded store, made durable only by the next `write`, `tx` or checkpoint;
+   * `write` may also run after shorter statements waiting (a batch's write after look-ups).
+   */
+  write<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * Runs fn only if this process can take the advisory lock; returns undefined when another holds
+   * it. fn's statements and transactions run holding the lock; a store may serve other work between
+   * them (the embedded store does, so that requests do not wait for a whole job).
+   */
+  tryWithLock<T>(key: number, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined>;
+  /** Runs fn holding the advisory lock, waiting for it. */
+  withLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Where a store reports the failures it handles without throwing them to a caller: a background
+ * checkpoint, a ROLLBACK after the error it answers, an idle connection lost. pino's and Fastify's
+ * loggers fit.
+ */
+export interface StoreLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
