@@ -114,3 +114,52 @@ export const FunnelResult = Type.Object({
 export const UnitRow = Type.Object({ id: Type.String({ description: 'the actor, session or account id' }) });
 export const unitPage = <T extends TSchema>(item: T) =>
   Type.Object({ count_by: Type.String(), data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]), ...Echo });
+
+const RetentionFields = {
+  ...ScopeFields,
+  start_event: Type.Optional(EventMatcher),
+  return_event: Type.Optional(EventMatcher),
+  period: Type.Optional(Type.Enum(['day', 'week', 'month'], { description: 'cohort and return period, cut in tz (weeks start on Monday); default week' })),
+  periods: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, default: 8, description: 'N: return periods after the cohort’s own' })),
+  type: Type.Optional(
+    Type.Enum(['first_time', 'recurring'], { description: 'first_time (default): the cohort of a unit’s first start event ever; recurring: every period with a start event' }),
+  ),
+  count_by: Type.Optional(Type.Enum(['actor', 'account'], { description: 'actor (default, identity links applied) or account (account plans)' })),
+};
+export const RetentionQuery = Type.Object(RetentionFields, { additionalProperties: false, description: 'start and return events default to any event' });
+
+export const RetentionActorsQuery = Type.Object(
+  {
+    ...RetentionFields,
+    cohort: Type.Integer({ minimum: 0, maximum: 119, description: '0-based index into the answer’s cohorts' }),
+    cohort_period: Type.Integer({ minimum: 0, maximum: 90, description: 'k: 0 is the cohort itself' }),
+    criteria: Type.Optional(Type.Enum(['on', 'on_or_after'], { description: 'on (default): returned in period k; on_or_after: in k or later' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+    cursor: Type.Optional(Type.String({ maxLength: 1024 })),
+  },
+  { additionalProperties: false },
+);
+
+export const RetentionResult = Type.Object({
+  ...Echo,
+  period: Type.String(),
+  periods: Type.Integer(),
+  type: Type.String(),
+  count_by: Type.String(),
+  cohorts: Type.Array(
+    Type.Object({
+      cohort_start: Type.String({ format: 'date-time' }),
+      size: Type.Integer(),
+      values: Type.Array(
+        Type.Object({
+          period: Type.Integer(),
+          count: Type.Integer({ description: 'returned in period k (the cohort size at k = 0)' }),
+          percentage: Type.Number({ description: 'count / size (0–1)' }),
+          count_on_or_after: Type.Integer({ description: 'returned in period k or later (unbounded retention)' }),
+          percentage_on_or_after: Type.Number(),
+        }),
+        { description: 'k = 0 … N; periods that have not started yet are left out' },
+      ),
+    }),
+  ),
+});
