@@ -27,6 +27,7 @@ import { accountRoutes } from './http/routes/accounts.js';
 import { exceptionRoutes } from './http/routes/exceptions.js';
 import { funnelRoutes } from './http/routes/funnels.js';
 import { retentionRoutes } from './http/routes/retention.js';
+import { segmentRoutes } from './http/routes/segments.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -155,6 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   exceptionRoutes(app, ctx);
   funnelRoutes(app, ctx);
   retentionRoutes(app, ctx);
+  segmentRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   app.addHook('onClose', async () => {

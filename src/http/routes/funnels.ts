@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden } from '../../errors.js';
-import { funnelActors, funnelUnitIds, idsCsv } from '../../query/behaviour/drill.js';
+import { funnelActorsPage, funnelUnitIds, idsCsv } from '../../query/behaviour/drill.js';
+import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { funnel } from '../../query/behaviour/funnels.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
@@ -12,7 +13,7 @@ import * as S from '../schemas/behaviour.js';
 // src/query/behaviour/. Account and license answers pass the plan guard inside the query layer.
 const tags = ['behaviour'];
 const security = [{ bearer: [] }];
-const errors = problems(400, 401, 402, 403, 422);
+const errors = problems(400, 401, 402, 403, 404, 422);
 
 export const wantsCsv = (request: FastifyRequest) => /\btext\/csv\b/i.test(request.headers.accept ?? '');
 
@@ -22,7 +23,9 @@ export function sendCsv(reply: FastifyReply, name: string, body: string) {
 
 /** Per-account and per-license answers need view_accounts besides read (CONTRACT.md, query side). */
 export async function accountAnswersNeedViewAccounts(request: FastifyRequest) {
-  const b = (request.body ?? {}) as Record<string, unknown>;
+  const body = (request.body ?? {}) as Record<string, unknown>;
+  // A segment's definition carries the same filters.
+  const b = (typeof body.definition === 'object' && body.definition !== null ? body.definition : body) as Record<string, unknown>;
   const perAccount = b.account_id !== undefined || b.license_id !== undefined || b.count_by === 'account' || b.breakdown === 'account_id' || b.breakdown === 'license_id';
   if (perAccount && !principalOf(request).permissions.includes('view_accounts')) throw forbidden('view_accounts');
 }
@@ -62,9 +65,11 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
     },
     async (request, reply) => {
       const tenant = principalOf(request).tenant;
-      if (!wantsCsv(request)) return funnelActors(ctx.db, tenant, request.body, ctx.now());
       const { run, ids } = await funnelUnitIds(ctx.db, tenant, request.body, ctx.now());
-      return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
+      const save = request.body.save_as_segment;
+      const segment_id = save ? await saveAsSegment(ctx.db, tenant, save, ids, run.query.count_by, ctx.now()) : undefined;
+      if (wantsCsv(request)) return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
+      return { ...funnelActorsPage(run, ids, request.body, ctx.now()), ...(segment_id && { segment_id }) };
     },
   );
 }

@@ -1,5 +1,6 @@
 import { idsCsv, pageIds } from '../../query/behaviour/drill.js';
 import { retention, retentionUnitIds } from '../../query/behaviour/retention.js';
+import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { echo } from '../../query/scope.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
@@ -12,7 +13,7 @@ import { accountAnswersNeedViewAccounts, sendCsv, wantsCsv } from './funnels.js'
 // handlers over src/query/behaviour/retention.ts.
 const tags = ['behaviour'];
 const security = [{ bearer: [] }];
-const errors = problems(400, 401, 402, 403, 422);
+const errors = problems(400, 401, 402, 403, 404, 422);
 
 export function retentionRoutes(app: App, ctx: AppContext): void {
   const on = { onRequest: requireKey(ctx.db, ['read']), preValidation: onlyKnownParams(), preHandler: accountAnswersNeedViewAccounts };
@@ -46,10 +47,12 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const { cohort, cohort_period, criteria, limit, cursor, ...query } = request.body;
-      const { plan, ids } = await retentionUnitIds(ctx.db, principalOf(request).tenant, query, { cohort, period: cohort_period, criteria }, ctx.now());
+      const { cohort, cohort_period, criteria, limit, cursor, save_as_segment, ...query } = request.body;
+      const tenant = principalOf(request).tenant;
+      const { plan, ids } = await retentionUnitIds(ctx.db, tenant, query, { cohort, period: cohort_period, criteria }, ctx.now());
+      const segment_id = save_as_segment ? await saveAsSegment(ctx.db, tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
       if (wantsCsv(request)) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
-      return { count_by: plan.by, ...pageIds(ids, { limit, cursor }), ...echo(plan.scope), interval: plan.period, refreshed_at: ctx.now().toISOString() };
+      return { count_by: plan.by, ...(segment_id && { segment_id }), ...pageIds(ids, { limit, cursor }), ...echo(plan.scope), interval: plan.period, refreshed_at: ctx.now().toISOString() };
     },
   );
 }

@@ -3,7 +3,6 @@ import { Type, type TSchema } from 'typebox';
 // Request and response shapes of the behaviour queries (funnels, retention, drill-down). Bodies
 // are closed objects: an unknown field is a 400 naming it, like an unknown query parameter.
 
-const Id = Type.String({ minLength: 1, maxLength: 256 });
 const Name = Type.String({ minLength: 1, maxLength: 256 });
 
 /** The scope every query takes (src/query/scope.ts resolves it). */
@@ -18,6 +17,13 @@ export const ScopeFields = {
   account_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'only this account’s events (Business, Enterprise, Trial; account context on)' })),
   license_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'only this license’s events (as account_id)' })),
 };
+const SegmentId = Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only the actors of this saved segment (count_by actor)' }));
+const SaveAs = Type.Optional(
+  Type.Object(
+    { name: Type.String({ minLength: 1, maxLength: 200 }), description: Type.Optional(Type.String({ maxLength: 2000 })) },
+    { additionalProperties: false, description: 'save the whole list as a static segment (actors only); the answer names it in segment_id' },
+  ),
+);
 
 export const PropertyFilter = Type.Record(Type.String({ minLength: 1, maxLength: 128 }), Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Boolean()]), {
   maxProperties: 10,
@@ -54,6 +60,7 @@ const FunnelFields = {
   ),
   exclusions: Type.Optional(Type.Array(Exclusion, { maxItems: 5, description: 'an exclusion event between two steps drops that attempt; a unit with no other attempt is not counted' })),
   count_by: Type.Optional(Type.Enum(['actor', 'session', 'account'], { description: 'actor (default, identity links applied), session, or account (account plans)' })),
+  segment_id: SegmentId,
   breakdown: Type.Optional(
     Type.String({ minLength: 1, maxLength: 140, description: 'product_version, account_id, license_id or properties.<key>, taken from the entry event (first touch); the 25 largest values' }),
   ),
@@ -65,6 +72,7 @@ export const FunnelActorsQuery = Type.Object(
     ...FunnelFields,
     step: Type.Integer({ minimum: 1, maximum: 10, description: '1-based step' }),
     status: Type.Optional(Type.Enum(['reached', 'dropped'], { description: 'reached (default): got to the step; dropped: reached the step before and not this one' })),
+    save_as_segment: SaveAs,
     breakdown_value: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()], { description: 'only units of this breakdown value' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
     cursor: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -113,7 +121,11 @@ export const FunnelResult = Type.Object({
 
 export const UnitRow = Type.Object({ id: Type.String({ description: 'the actor, session or account id' }) });
 export const unitPage = <T extends TSchema>(item: T) =>
-  Type.Object({ count_by: Type.String(), data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]), ...Echo });
+  Type.Object({
+    count_by: Type.String(),
+    segment_id: Type.Optional(Type.String({ description: 'the static segment saved from this list (save_as_segment)' })),
+    data: Type.Array(item),
+    next_cursor: Type.Union([Type.String(), Type.Null()]), ...Echo });
 
 const RetentionFields = {
   ...ScopeFields,
@@ -125,6 +137,7 @@ const RetentionFields = {
     Type.Enum(['first_time', 'recurring'], { description: 'first_time (default): the cohort of a unit’s first start event ever; recurring: every period with a start event' }),
   ),
   count_by: Type.Optional(Type.Enum(['actor', 'account'], { description: 'actor (default, identity links applied) or account (account plans)' })),
+  segment_id: SegmentId,
 };
 export const RetentionQuery = Type.Object(RetentionFields, { additionalProperties: false, description: 'start and return events default to any event' });
 
@@ -133,6 +146,7 @@ export const RetentionActorsQuery = Type.Object(
     ...RetentionFields,
     cohort: Type.Integer({ minimum: 0, maximum: 119, description: '0-based index into the answer’s cohorts' }),
     cohort_period: Type.Integer({ minimum: 0, maximum: 90, description: 'k: 0 is the cohort itself' }),
+    save_as_segment: SaveAs,
     criteria: Type.Optional(Type.Enum(['on', 'on_or_after'], { description: 'on (default): returned in period k; on_or_after: in k or later' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
     cursor: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -163,3 +177,46 @@ export const RetentionResult = Type.Object({
     }),
   ),
 });
+
+export const SegmentDefinition = Type.Object(
+  {
+    ...ScopeFields,
+    did: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { category: Name, name: Name, properties: Type.Optional(PropertyFilter), min_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })) },
+          { additionalProperties: false },
+        ),
+        { maxItems: 5, description: 'did (category, name) at least min_count times in the range; all must hold' },
+      ),
+    ),
+    first_seen_in_range: Type.Optional(Type.Boolean({ description: 'the actor’s first event ever falls in the range (read model: current as of the last fold)' })),
+    on_version: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'had an event on this product_version in the range' })),
+  },
+  { additionalProperties: false, description: 'actors with an event in the scope and range (default 30d, re-evaluated at each use) who meet every condition' },
+);
+export const SegmentCreate = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }), description: Type.Optional(Type.String({ maxLength: 2000 })), definition: SegmentDefinition },
+  { additionalProperties: false },
+);
+export const SegmentUpdate = Type.Object(
+  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), description: Type.Optional(Type.String({ maxLength: 2000 })), definition: Type.Optional(SegmentDefinition) },
+  { additionalProperties: false, minProperties: 1 },
+);
+export const Segment = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  definition: Type.Record(Type.String(), Type.Unknown()),
+  static: Type.Boolean({ description: 'a saved list of actors (from a drill-down) rather than a definition' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+const SegmentEcho = {
+  segment_id: Type.String(),
+  range: Type.Union([Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) }), Type.Null()], { description: 'null for a static segment' }),
+  tz: Type.Union([Type.String(), Type.Null()]),
+  refreshed_at: Type.String({ format: 'date-time' }),
+};
+export const SegmentSize = Type.Object({ ...SegmentEcho, size: Type.Integer() });
+export const SegmentActors = Type.Object({ ...SegmentEcho, data: Type.Array(UnitRow), next_cursor: Type.Union([Type.String(), Type.Null()]) });

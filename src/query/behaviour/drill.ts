@@ -2,7 +2,7 @@ import type { Db } from '../../storage/db.js';
 import type { TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
 import { echo } from '../scope.js';
-import { runFunnel, type FunnelQuery } from './funnels.js';
+import { runFunnel, type FunnelQuery, type FunnelRun } from './funnels.js';
 
 // Drill-down: who is behind a number. The units (actors, sessions or accounts) are listed by id,
 // paged with the query layer's cursor; CSV takes the whole list up to CSV_MAX rows.
@@ -41,8 +41,7 @@ export async function funnelUnitIds(db: Db, tenant: TenantPlan & { id: string },
   return { run, ids };
 }
 
-export async function funnelActors(db: Db, tenant: TenantPlan & { id: string }, q: FunnelActorsQuery, now: Date) {
-  const { run, ids } = await funnelUnitIds(db, tenant, q, now);
+export function funnelActorsPage(run: FunnelRun, ids: string[], q: DrillPage, now: Date) {
   return { count_by: run.query.count_by, ...pageIds(ids, q), ...echo(run.scope), refreshed_at: now.toISOString() };
 }
 

@@ -6,6 +6,7 @@ import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
 import { maskSql, matchSql, Params, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
 import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvent, type UnitResult } from './funnel-eval.js';
 import { periodsBetween, periodStart } from './periods.js';
+import { segmentClause } from './segments.js';
 
 // Funnels on raw events (docs/behaviour.md): one statement reads the step and exclusion events of
 // the units that entered in the range (through events_by_name), identity links applied, ordered by
@@ -19,6 +20,7 @@ export interface FunnelQuery extends ScopeParams {
   exclusions?: (EventMatcher & { from_step: number; to_step: number })[] | undefined;
   count_by?: CountBy | undefined;
   breakdown?: string | undefined;
+  segment_id?: string | undefined;
 }
 
 const UNIT_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000 } as const;
@@ -78,11 +80,12 @@ export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, inp
   const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;
   const relevant = query.order === 'strict' ? 'true' : `(${[...steps, ...excl].join(' OR ')})`;
   const b = breakdownSql(query.breakdown, p);
+  const seg = await segmentClause(db, tenant, query.segment_id, query.count_by, unit.expr, p, now);
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
   const sql = `
     WITH entrants AS (
       SELECT DISTINCT ${unit.expr} AS u FROM events e ${unit.join}
-       WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to} AND ${entry} AND ${unit.present})
+       WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to} AND ${entry} AND ${unit.present}${seg})
     SELECT ${unit.expr} AS u, (extract(epoch FROM e.occurred_at) * 1000)::float8 AS t,
            ${maskSql(steps)} AS m, ${maskSql(excl)} AS x, ${b} AS b
       FROM events e ${unit.join}

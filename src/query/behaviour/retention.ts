@@ -5,6 +5,7 @@ import { echo, resolveScope, type Interval, type ScopeParams } from '../scope.js
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, Params, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
+import { segmentClause } from './segments.js';
 
 // Retention (docs/behaviour.md): cohorts are the local periods of the range; a unit joins the
 // cohort of the period of its start event (first_time: its first start event ever, recurring:
@@ -19,6 +20,7 @@ export interface RetentionQuery extends ScopeParams {
   periods?: number | undefined;
   type?: 'first_time' | 'recurring' | undefined;
   count_by?: 'actor' | 'account' | undefined;
+  segment_id?: string | undefined;
 }
 
 const MAX_COHORTS = 120;
@@ -58,12 +60,13 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   const ret = q.return_event ? matchSql(q.return_event, p) : 'true';
   const b = p.add(bounds.map((x) => new Date(x).toISOString()));
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
+  const seg = await segmentClause(db, tenant, q.segment_id, by, unit.expr, p, now);
   const cohort =
     type === 'first_time'
       ? `SELECT ${unit.expr} AS u, width_bucket(min(e.occurred_at), ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-          WHERE ${where} AND ${start} AND ${unit.present} GROUP BY 1 HAVING min(e.occurred_at) >= ${from} AND min(e.occurred_at) < ${to}`
+          WHERE ${where} AND ${start} AND ${unit.present}${seg} GROUP BY 1 HAVING min(e.occurred_at) >= ${from} AND min(e.occurred_at) < ${to}`
       : `SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-          WHERE ${where} AND ${start} AND ${unit.present} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}`;
+          WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}`;
   const text = `
     WITH cohort AS (${cohort}),
     active AS (
