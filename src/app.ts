@@ -28,6 +28,7 @@ import { exceptionRoutes } from './http/routes/exceptions.js';
 import { funnelRoutes } from './http/routes/funnels.js';
 import { retentionRoutes } from './http/routes/retention.js';
 import { segmentRoutes } from './http/routes/segments.js';
+import { pathRoutes } from './http/routes/paths.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -157,6 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   funnelRoutes(app, ctx);
   retentionRoutes(app, ctx);
   segmentRoutes(app, ctx);
+  pathRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   app.addHook('onClose', async () => {

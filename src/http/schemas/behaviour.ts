@@ -220,3 +220,28 @@ const SegmentEcho = {
 };
 export const SegmentSize = Type.Object({ ...SegmentEcho, size: Type.Integer() });
 export const SegmentActors = Type.Object({ ...SegmentEcho, data: Type.Array(UnitRow), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+export const PathsQuery = Type.Object({
+  ...ScopeFields,
+  category: Name,
+  name: Name,
+  direction: Type.Optional(Type.Enum(['next', 'previous'], { description: 'next (default): the events after it; previous: the events before it (nearest first)' })),
+  steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, default: 3, description: 'K: events per path' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'N: the most common paths' })),
+  segment_id: SegmentId,
+});
+const Ev = Type.Object({ category: Type.String(), name: Type.String() });
+export const PathsResult = Type.Object({
+  ...Echo,
+  event: Ev,
+  direction: Type.String(),
+  steps: Type.Integer(),
+  occurrences: Type.Integer({ description: 'occurrences of the event in the range (every path counted)' }),
+  paths: Type.Array(
+    Type.Object({
+      events: Type.Array(Ev, { description: 'up to K events; fewer when the actor did nothing more in the range' }),
+      occurrences: Type.Integer(),
+      actors: Type.Integer({ description: 'distinct actors with this path' }),
+    }),
+  ),
+});
