@@ -1,6 +1,7 @@
 // Paths, and the time budget of behaviour queries, over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { withBudget } from '../src/query/behaviour/budget.js';
 import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -65,5 +66,11 @@ describe('paths', () => {
       const res = await t.app.inject({ method, url, headers: { authorization: `Bearer ${tenant.adminKey}`, ...(payload && { 'content-type': 'application/json' }) }, ...(payload && { payload: JSON.stringify(payload) }) });
       assert.deepEqual([res.statusCode, res.json().code, res.json().errors[0].field], [422, 'query_too_large', 'range'], `${url}: ${res.body}`);
     }
+  });
+
+  it('on PostgreSQL a statement past the statement timeout becomes a 422 query_too_large', async () => {
+    // The budget helper every behaviour query runs in, called directly with a 50 ms budget.
+    if (t.db.kind !== 'postgres') return;
+    await assert.rejects(withBudget(t.db, (q) => q.query('SELECT pg_sleep(1)'), 50), (err: { status: number; code: string }) => err.status === 422 && err.code === 'query_too_large');
   });
 });
