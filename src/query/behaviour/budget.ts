@@ -30,7 +30,10 @@ export async function withBudget<T>(db: Db, fn: (q: Queryable) => Promise<T>, bu
       return fn(q);
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '57014') throw tooLarge('narrow the range, add a product filter, or use fewer steps');
+    // The driver reports a cancelled statement as the store being unavailable (a 503 with the
+    // PostgreSQL error as its cause); here it is our own budget running out.
+    const cause = (err as { cause?: { code?: string } }).cause;
+    if ((err as { code?: string }).code === '57014' || cause?.code === '57014') throw tooLarge('narrow the range, add a product filter, or use fewer steps');
     throw err;
   }
 }
