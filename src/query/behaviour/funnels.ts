@@ -5,7 +5,7 @@ import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
 import { maskSql, matchSql, Params, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
 import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvent, type UnitResult } from './funnel-eval.js';
-import { periodsBetween, periodStart } from './periods.js';
+import { periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 
 // Funnels on raw events (docs/behaviour.md): one statement reads the step and exclusion events of
@@ -153,11 +153,22 @@ export async function funnel(db: Db, tenant: TenantPlan & { id: string }, input:
   const done = results.filter((r) => r.reached === n);
   const totals = done.map((r) => r.times[n - 1]! - r.times[0]!);
   const periods = periodsBetween(scope.from.getTime(), scope.to.getTime(), scope.tz, scope.interval);
-  const trends = periods.map((start) => {
-    const entered = results.filter((r) => r.reached > 0 && periodStart(r.times[0]!, scope.tz, scope.interval) === start);
-    const converted = entered.filter((r) => r.reached === n).length;
-    return { period_start: new Date(start).toISOString(), entered: entered.length, converted, conversion_rate: ratio(converted, entered.length) };
-  });
+  // Each entry's period by binary search over the period starts (no time zone arithmetic per unit).
+  const entered = periods.map(() => 0);
+  const convertedIn = periods.map(() => 0);
+  for (const r of results) {
+    if (r.reached === 0) continue;
+    let lo = 0;
+    let hi = periods.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (periods[mid]! <= r.times[0]!) lo = mid;
+      else hi = mid - 1;
+    }
+    entered[lo]!++;
+    if (r.reached === n) convertedIn[lo]!++;
+  }
+  const trends = periods.map((start, i) => ({ period_start: new Date(start).toISOString(), entered: entered[i]!, converted: convertedIn[i]!, conversion_rate: ratio(convertedIn[i]!, entered[i]!) }));
   const groups = new Map<string | null, UnitResult[]>();
   if (query.breakdown !== undefined) for (const u of units) if (u.result.reached > 0) groups.set(u.value, [...(groups.get(u.value) ?? []), u.result]);
   const breakdown =
