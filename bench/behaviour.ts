@@ -1,0 +1,94 @@
+// bench:behaviour: p95 of the behaviour queries (a 5-step funnel over 30 days, a 12-week
+// retention matrix, a segment's size, paths) over HTTP (app.inject) on a generated fixture:
+// --events N over 30 days, N/100 actors, 20 event names that each actor walks mostly in order,
+// 1% of actors linked by identify. PostgreSQL with DATABASE_URL (its database is emptied of the
+// bench tenant only), else the embedded store in a temporary folder. The last line is the JSON
+// the reports' bench:queries prints: {"store", "events", "p95_ms": {…}}. docs/benchmarks.md.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createTenant } from '../src/admin/operations.js';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { mergePlans } from '../src/domain/plans.js';
+import { openDb } from '../src/storage/db.js';
+import { migrate } from '../src/storage/migrate.js';
+import { insertProduct } from '../src/storage/products.js';
+
+const { values } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, runs: { type: 'string', default: '5' } } });
+const EVENTS = Number(values.events);
+const RUNS = Number(values.runs);
+const DATABASE_URL = process.env.DATABASE_URL;
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
+
+async function main(): Promise<void> {
+  const dir = DATABASE_URL ? undefined : mkdtempSync(join(tmpdir(), 'tally-bench-behaviour-'));
+  const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: dir, poolSize: 4 });
+  await migrate(db);
+  const config = loadConfig({ ADMIN_TOKEN: 'bench', LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0', ...(DATABASE_URL && { DATABASE_URL }) });
+  const plans = mergePlans({ enterprise: { requests_per_minute: 1_000_000 } });
+  const app = await buildApp({ config, db, plans });
+  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench-behaviour', plan: 'enterprise' });
+  const product = (await insertProduct(db, tenant.id, 'app', 'App'))!;
+  const key = api_keys.find((k) => k.permissions.includes('read'))!.key;
+  const actors = Math.max(10, Math.floor(EVENTS / 100));
+  console.log(`${DATABASE_URL ? 'postgres' : 'pglite'}: generating ${EVENTS} events, ${actors} actors; load ${load()}`);
+
+  const t0 = performance.now();
+  const chunk = 50_000; // each insert stays well under the pool's 15 s statement timeout, even on a loaded machine
+  for (let start = 0; start < EVENTS; start += chunk) {
+    // Actor i % A does its k-th event (k = i / A) at a time that grows with i; its name is e(k mod 20),
+    // shifted by 0–2 at random, so most actors walk e0 → e1 → … with some noise.
+    await db.write(
+      `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at, actor_id, account_id, properties)
+       SELECT $1, gen_random_uuid(), $2, '1.0.0', 'ui', 'e' || (((i / $4) + (random() * 2)::int) % 20),
+              now() - interval '30 days' + (i::float8 / $3) * interval '30 days', now(),
+              'a' || (i % $4), 'acct-' || (i % $4 % 500), '{}'::jsonb
+         FROM generate_series($5::bigint, $6::bigint) i`,
+      [tenant.id, product.id, EVENTS, actors, start, Math.min(EVENTS, start + chunk) - 1],
+    );
+  }
+  await db.write(
+    `INSERT INTO actor_links (tenant_id, anonymous_actor_id, identified_actor_id, identified_at, product_id, received_at)
+     SELECT $1, 'a' || i, 'user-' || i, now(), $2, now() FROM generate_series(0, $3::int - 1, 100) i`,
+    [tenant.id, product.id, actors],
+  );
+  await db.exec('ANALYZE events; ANALYZE actor_links');
+  console.log(`generated in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
+
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const seg = await app.inject({ method: 'POST', url: '/v1/segments', headers, payload: JSON.stringify({ name: 'e3 five times', definition: { range: '30d', did: [{ category: 'ui', name: 'e3', min_count: 5 }] } }) });
+  const segmentId = seg.json().id as string;
+  const steps = [0, 1, 2, 3, 4].map((i) => ({ category: 'ui', name: `e${i}` }));
+  const queries: Record<string, () => Promise<{ statusCode: number; body: string }>> = {
+    funnel_5_steps: () => app.inject({ method: 'POST', url: '/v1/funnels', headers, payload: JSON.stringify({ product: 'app', range: '30d', steps, window: { value: 7, unit: 'day' } }) }),
+    retention_12_weeks: () => app.inject({ method: 'POST', url: '/v1/retention', headers, payload: JSON.stringify({ product: 'app', range: '84d', period: 'week', periods: 12 }) }),
+    segment_size: () => app.inject({ method: 'GET', url: `/v1/segments/${segmentId}/size`, headers: { authorization: headers.authorization } }),
+    paths: () => app.inject({ method: 'GET', url: '/v1/paths?product=app&range=30d&category=ui&name=e0&steps=3&limit=10', headers: { authorization: headers.authorization } }),
+  };
+  const p95: Record<string, number> = {};
+  for (const [name, run] of Object.entries(queries)) {
+    const times: number[] = [];
+    for (let i = 0; i <= RUNS; i++) {
+      const s = performance.now();
+      const res = await run();
+      const ms = performance.now() - s;
+      if (res.statusCode !== 200) console.log(`  ${name}: ${res.statusCode} ${res.body.slice(0, 200)}`);
+      if (i > 0) times.push(ms); // the first run warms the cache
+    }
+    p95[name] = Math.round(pct(times, 95));
+    console.log(`  ${name}: p95 ${p95[name]} ms (runs ${times.map((x) => x.toFixed(0)).join(', ')}); load ${load()}`);
+  }
+  await db.write('DELETE FROM events WHERE tenant_id = $1', [tenant.id]);
+  await app.close();
+  await db.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  console.log(JSON.stringify({ store: DATABASE_URL ? 'postgres' : 'pglite', events: EVENTS, p95_ms: p95 }));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,58 @@
+import { idsCsv, pageIds } from '../../query/behaviour/drill.js';
+import { retention, retentionUnitIds } from '../../query/behaviour/retention.js';
+import { saveAsSegment } from '../../query/behaviour/segments.js';
+import { echo } from '../../query/scope.js';
+import type { App, AppContext } from '../context.js';
+import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
+import { problems } from '../schemas/common.js';
+import * as S from '../schemas/behaviour.js';
+import { accountAnswersNeedViewAccounts, sendCsv, wantsCsv } from './funnels.js';
+
+// Retention: the query is the POST body (start and return events with property filters). Thin
+// handlers over src/query/behaviour/retention.ts.
+const tags = ['behaviour'];
+const security = [{ bearer: [] }];
+const errors = problems(400, 401, 402, 403, 404, 422);
+
+export function retentionRoutes(app: App, ctx: AppContext): void {
+  const on = { onRequest: requireKey(ctx.db, ['read']), preValidation: onlyKnownParams(), preHandler: accountAnswersNeedViewAccounts };
+
+  app.post(
+    '/v1/retention',
+    {
+      ...on,
+      schema: {
+        summary: 'A retention matrix: cohorts by start event, counts and percentages per period, on and on-or-after',
+        description: 'Exact, on raw events, in the query’s time zone. docs/behaviour.md.',
+        tags,
+        security,
+        body: S.RetentionQuery,
+        response: { 200: S.RetentionResult, ...errors },
+      },
+    },
+    async (request) => retention(ctx.db, principalOf(request).tenant, request.body, ctx.now()),
+  );
+
+  app.post(
+    '/v1/retention/actors',
+    {
+      ...on,
+      schema: {
+        summary: 'Who is behind a retention cell: ids, paged, or all as CSV (Accept: text/csv)',
+        tags,
+        security,
+        body: S.RetentionActorsQuery,
+        response: { 200: S.unitPage(S.UnitRow), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { cohort, cohort_period, criteria, limit, cursor, save_as_segment, ...query } = request.body;
+      const tenant = principalOf(request).tenant;
+      const { plan, ids } = await retentionUnitIds(ctx.db, tenant, query, { cohort, period: cohort_period, criteria }, ctx.now());
+      const segment_id = save_as_segment ? await saveAsSegment(ctx.db, tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
+      if (wantsCsv(request)) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
+      return { count_by: plan.by, ...(segment_id && { segment_id }), ...pageIds(ids, { limit, cursor }), ...echo(plan.scope), interval: plan.period, refreshed_at: ctx.now().toISOString() };
+    },
+  );
+}

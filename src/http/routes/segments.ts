@@ -1,0 +1,93 @@
+import { Type } from 'typebox';
+import { notFound, validationError } from '../../errors.js';
+import { idsCsv } from '../../query/behaviour/drill.js';
+import { checkDefinition, segmentActorIds, segmentActors, segmentSize, type SegmentDefinition } from '../../query/behaviour/segments.js';
+import { cursorKey, pageOf } from '../../query/page.js';
+import { deleteSegment, getSegment, insertSegment, listSegments, updateSegment } from '../../storage/segments.js';
+import type { App, AppContext } from '../context.js';
+import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
+import { IdParams, page, problems } from '../schemas/common.js';
+import * as S from '../schemas/behaviour.js';
+import { accountAnswersNeedViewAccounts, sendCsv, wantsCsv } from './funnels.js';
+
+// Saved segments: CRUD, size and members. Permission read, also for saving (CONTRACT.md).
+const tags = ['behaviour'];
+const security = [{ bearer: [] }];
+const Page = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String({ maxLength: 1024 })) });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const missing = () => notFound('segment_not_found', 'segment');
+
+export function segmentRoutes(app: App, ctx: AppContext): void {
+  const read = requireKey(ctx.db, ['read']);
+  const on = (q?: typeof Page) => ({ onRequest: read, preValidation: onlyKnownParams(q), preHandler: accountAnswersNeedViewAccounts });
+
+  app.post(
+    '/v1/segments',
+    { ...on(), schema: { summary: 'Save a segment (a definition of actors)', tags, security, body: S.SegmentCreate, response: { 201: S.Segment, ...problems(400, 401, 402, 403) } } },
+    async (request, reply) => {
+      const tenant = principalOf(request).tenant;
+      checkDefinition(tenant, request.body.definition as SegmentDefinition, ctx.now());
+      return reply.code(201).send(await insertSegment(ctx.db, tenant.id, request.body, ctx.now()));
+    },
+  );
+
+  app.get('/v1/segments', { ...on(Page), schema: { summary: 'Saved segments, oldest first', tags, security, querystring: Page, response: { 200: page(S.Segment), ...problems(400, 401, 403) } } }, async (request) => {
+    const limit = request.query.limit ?? 50;
+    const after = cursorKey(request.query.cursor, ['text'])?.[0];
+    if (after !== undefined && !UUID.test(after)) throw validationError([{ field: 'cursor', message: 'invalid' }]);
+    const rows = await listSegments(ctx.db, principalOf(request).tenant.id, after, limit + 1);
+    return pageOf(rows, limit, (r) => [r.id]);
+  });
+
+  app.get('/v1/segments/:id', { ...on(), schema: { summary: 'One saved segment', tags, security, params: IdParams, response: { 200: S.Segment, ...problems(401, 403, 404) } } }, async (request) => {
+    return (await getSegment(ctx.db, principalOf(request).tenant.id, request.params.id)) ?? Promise.reject(missing());
+  });
+
+  app.patch(
+    '/v1/segments/:id',
+    { ...on(), schema: { summary: 'Change a segment’s name, description or definition', tags, security, params: IdParams, body: S.SegmentUpdate, response: { 200: S.Segment, ...problems(400, 401, 402, 403, 404) } } },
+    async (request) => {
+      const tenant = principalOf(request).tenant;
+      const seg = await getSegment(ctx.db, tenant.id, request.params.id);
+      if (!seg) throw missing();
+      if (request.body.definition !== undefined) {
+        if (seg.static) throw validationError([{ field: 'definition', message: 'a static segment (a saved list) has no definition to change' }]);
+        checkDefinition(tenant, request.body.definition as SegmentDefinition, ctx.now());
+      }
+      return (await updateSegment(ctx.db, tenant.id, seg.id, request.body, ctx.now())) ?? Promise.reject(missing());
+    },
+  );
+
+  app.delete('/v1/segments/:id', { ...on(), schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } } }, async (request, reply) => {
+    if (!(await deleteSegment(ctx.db, principalOf(request).tenant.id, request.params.id))) throw missing();
+    return reply.code(204).send(null as never);
+  });
+
+  app.get(
+    '/v1/segments/:id/size',
+    { ...on(), schema: { summary: 'How many actors the segment holds now', tags, security, params: IdParams, response: { 200: S.SegmentSize, ...problems(401, 402, 403, 404, 422) } } },
+    async (request) => segmentSize(ctx.db, principalOf(request).tenant, request.params.id, ctx.now()),
+  );
+
+  app.get(
+    '/v1/segments/:id/actors',
+    {
+      ...on(Page),
+      schema: {
+        summary: 'The segment’s actors, paged by id, or all as CSV (Accept: text/csv, up to 100,000)',
+        tags,
+        security,
+        params: IdParams,
+        querystring: Page,
+        response: { 200: S.SegmentActors, ...problems(400, 401, 402, 403, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const tenant = principalOf(request).tenant;
+      if (!wantsCsv(request)) return segmentActors(ctx.db, tenant, request.params.id, request.query, ctx.now());
+      if (!(await getSegment(ctx.db, tenant.id, request.params.id))) throw missing();
+      return sendCsv(reply, `segment-${request.params.id}`, idsCsv('actor_id', await segmentActorIds(ctx.db, tenant, request.params.id, ctx.now())));
+    },
+  );
+}

@@ -1,0 +1,195 @@
+import { validationError } from '../../errors.js';
+import type { Db } from '../../storage/db.js';
+import { requireFeature, type TenantPlan } from '../guard.js';
+import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
+import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
+import { maskSql, matchSql, Params, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
+import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvent, type UnitResult } from './funnel-eval.js';
+import { periodsBetween } from './periods.js';
+import { segmentClause } from './segments.js';
+
+// Funnels on raw events (docs/behaviour.md): one statement reads the step and exclusion events of
+// the units that entered in the range (through events_by_name), identity links applied, ordered by
+// unit and time; the state machine of funnel-eval.ts runs per unit; the answer is counted from
+// its results. Exact: nothing is sampled or estimated.
+
+export interface FunnelQuery extends ScopeParams {
+  steps: EventMatcher[];
+  order?: FunnelOrder | undefined;
+  window?: { value: number; unit: 'minute' | 'hour' | 'day' | 'week' } | undefined;
+  exclusions?: (EventMatcher & { from_step: number; to_step: number })[] | undefined;
+  count_by?: CountBy | undefined;
+  breakdown?: string | undefined;
+  segment_id?: string | undefined;
+}
+
+const UNIT_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000 } as const;
+const BREAKDOWN_LIMIT = 25;
+const HISTOGRAM_BINS = 10;
+
+export interface FunnelRun {
+  scope: Scope;
+  query: Required<Pick<FunnelQuery, 'order' | 'window' | 'count_by'>> & FunnelQuery;
+  rules: FunnelRules;
+  /** Every unit that entered (or was excluded), with its result and its breakdown value. */
+  units: { unit: string; result: UnitResult; value: string | null }[];
+}
+
+function breakdownSql(b: string | undefined, p: Params): string {
+  if (b === undefined) return 'NULL::text';
+  if (b === 'product_version') return 'e.product_version';
+  if (b === 'account_id' || b === 'license_id') return `e.${b}`;
+  const key = /^properties\.(.{1,128})$/s.exec(b);
+  if (!key) throw validationError([{ field: 'breakdown', message: 'product_version, account_id, license_id or properties.<key>' }]);
+  return `e.properties ->> ${p.add(key[1])}`;
+}
+
+function validate(q: FunnelQuery, tenant: TenantPlan): void {
+  (q.exclusions ?? []).forEach((x, i) => {
+    if (x.from_step >= x.to_step || x.to_step > q.steps.length) {
+      throw validationError([{ field: `exclusions/${i}/to_step`, message: `from_step < to_step <= ${q.steps.length}` }]);
+    }
+  });
+  if (q.count_by === 'account' || q.breakdown === 'account_id' || q.breakdown === 'license_id') requireFeature(tenant, 'account_context');
+}
+
+/** Reads and evaluates a funnel: the part its answer and its drill-down share. */
+export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, input: FunnelQuery, now: Date): Promise<FunnelRun> {
+  validate(input, tenant);
+  const query = { ...input, order: input.order ?? 'ordered', window: input.window ?? { value: 14, unit: 'day' as const }, count_by: input.count_by ?? 'actor' };
+  const scope = await resolveScope(db, tenant, input, now);
+  const windowMs = query.window.value * UNIT_MS[query.window.unit];
+  if (windowMs > 90 * UNIT_MS.day) throw validationError([{ field: 'window', message: 'at most 90 days' }]);
+  const rules: FunnelRules = {
+    steps: query.steps.length,
+    order: query.order,
+    windowMs,
+    from: scope.from.getTime(),
+    to: scope.to.getTime(),
+    exclusions: (query.exclusions ?? []).map((x) => ({ from: x.from_step, to: x.to_step })),
+  };
+  if (scope.empty) return { scope, query, rules, units: [] };
+  const scanTo = Math.min(rules.to + windowMs, now.getTime() + 1);
+  checkRange(db, rules.from, scanTo);
+
+  const p = new Params();
+  const unit = unitSql(query.count_by);
+  const where = scopeSql(scope, p);
+  const steps = query.steps.map((s) => matchSql(s, p));
+  const excl = (query.exclusions ?? []).map((x) => matchSql(x, p));
+  const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;
+  const relevant = query.order === 'strict' ? 'true' : `(${[...steps, ...excl].join(' OR ')})`;
+  const b = breakdownSql(query.breakdown, p);
+  const seg = await segmentClause(db, tenant, query.segment_id, query.count_by, unit.expr, p, now);
+  const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
+  const sql = `
+    WITH entrants AS (
+      SELECT DISTINCT ${unit.expr} AS u FROM events e ${unit.join}
+       WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to} AND ${entry} AND ${unit.present}${seg})
+    SELECT ${unit.expr} AS u, (extract(epoch FROM e.occurred_at) * 1000)::float8 AS t,
+           ${maskSql(steps)} AS m, ${maskSql(excl)} AS x, ${b} AS b
+      FROM events e ${unit.join}
+     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant}
+       AND ${unit.expr} IN (SELECT u FROM entrants)
+     ORDER BY 1, e.occurred_at, e.event_id
+     LIMIT ${MAX_ROWS + 1}`;
+  const rows = await withBudget(db, (q) => q.query<{ u: string; t: number; m: number; x: number; b: string | null }>(sql, p.values));
+  if (rows.length > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
+
+  const units: FunnelRun['units'] = [];
+  for (let i = 0; i < rows.length; ) {
+    const u = rows[i]!.u;
+    const events: UnitEvent[] = [];
+    const values: (string | null)[] = [];
+    for (; i < rows.length && rows[i]!.u === u; i++) {
+      const r = rows[i]!;
+      events.push({ t: Number(r.t), steps: Number(r.m), excl: Number(r.x) });
+      values.push(r.b);
+    }
+    const result = evaluateUnit(events, rules);
+    units.push({ unit: u, result, value: result.entry >= 0 ? (values[result.entry] ?? null) : null });
+  }
+  return { scope, query, rules, units };
+}
+
+const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000);
+const seconds = (ms: number | null) => (ms === null ? null : Math.round(ms) / 1000);
+const mean = (xs: number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+
+function stepsOf(q: FunnelQuery, results: UnitResult[]) {
+  const counts = q.steps.map((_, i) => results.filter((r) => r.reached > i).length);
+  return q.steps.map((s, i) => {
+    const prev = i === 0 ? counts[0]! : counts[i - 1]!;
+    const times = i === 0 ? [] : results.filter((r) => r.reached > i).map((r) => r.times[i]! - r.times[i - 1]!);
+    return {
+      step: i + 1,
+      category: s.category,
+      name: s.name,
+      count: counts[i]!,
+      conversion_from_first: ratio(counts[i]!, counts[0]!),
+      conversion_from_previous: ratio(counts[i]!, prev),
+      dropped: prev - counts[i]!,
+      drop_off: i === 0 ? 0 : ratio(prev - counts[i]!, prev),
+      median_seconds: seconds(median(times)),
+      average_seconds: seconds(mean(times)),
+    };
+  });
+}
+
+function histogram(totals: number[]) {
+  if (totals.length === 0) return [];
+  const lo = Math.min(...totals);
+  const hi = Math.max(...totals);
+  const width = Math.max(1000, Math.ceil((hi - lo) / HISTOGRAM_BINS / 1000) * 1000);
+  const bins = Array.from({ length: Math.min(HISTOGRAM_BINS, Math.floor((hi - lo) / width) + 1) }, (_, i) => ({ from_seconds: (lo + i * width) / 1000, to_seconds: (lo + (i + 1) * width) / 1000, count: 0 }));
+  for (const t of totals) bins[Math.min(bins.length - 1, Math.floor((t - lo) / width))]!.count++;
+  return bins;
+}
+
+export async function funnel(db: Db, tenant: TenantPlan & { id: string }, input: FunnelQuery, now: Date) {
+  const { scope, query, units } = await runFunnel(db, tenant, input, now);
+  const results = units.map((u) => u.result);
+  const n = query.steps.length;
+  const done = results.filter((r) => r.reached === n);
+  const totals = done.map((r) => r.times[n - 1]! - r.times[0]!);
+  const periods = periodsBetween(scope.from.getTime(), scope.to.getTime(), scope.tz, scope.interval);
+  // Each entry's period by binary search over the period starts (no time zone arithmetic per unit).
+  const entered = periods.map(() => 0);
+  const convertedIn = periods.map(() => 0);
+  for (const r of results) {
+    if (r.reached === 0) continue;
+    let lo = 0;
+    let hi = periods.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (periods[mid]! <= r.times[0]!) lo = mid;
+      else hi = mid - 1;
+    }
+    entered[lo]!++;
+    if (r.reached === n) convertedIn[lo]!++;
+  }
+  const trends = periods.map((start, i) => ({ period_start: new Date(start).toISOString(), entered: entered[i]!, converted: convertedIn[i]!, conversion_rate: ratio(convertedIn[i]!, entered[i]!) }));
+  const groups = new Map<string | null, UnitResult[]>();
+  if (query.breakdown !== undefined) for (const u of units) if (u.result.reached > 0) groups.set(u.value, [...(groups.get(u.value) ?? []), u.result]);
+  const breakdown =
+    query.breakdown === undefined
+      ? null
+      : [...groups.entries()]
+          .sort((a, b) => b[1].length - a[1].length || String(a[0]).localeCompare(String(b[0])))
+          .slice(0, BREAKDOWN_LIMIT)
+          .map(([value, rs]) => ({ value, steps: stepsOf(query, rs) }));
+  return {
+    ...echo(scope),
+    refreshed_at: now.toISOString(),
+    order: query.order,
+    count_by: query.count_by,
+    window: query.window,
+    steps: stepsOf(query, results),
+    entered: results.filter((r) => r.reached > 0).length,
+    converted: done.length,
+    conversion_rate: ratio(done.length, results.filter((r) => r.reached > 0).length),
+    time_to_convert: { median_seconds: seconds(median(totals)), average_seconds: seconds(mean(totals)), histogram: histogram(totals) },
+    trends,
+    breakdown,
+  };
+}

@@ -1,0 +1,58 @@
+import type { Db } from '../../storage/db.js';
+import type { TenantPlan } from '../guard.js';
+import { echo, resolveScope, type ScopeParams } from '../scope.js';
+import { checkRange, withBudget } from './budget.js';
+import { Params, scopeSql, unitSql } from './event-sql.js';
+import { segmentClause } from './segments.js';
+
+// Paths (docs/behaviour.md): the K events an actor did right after (or before) each occurrence of
+// a given event in the range, identity links applied, grouped into whole paths, the top N by
+// occurrences. A path shorter than K ended there (the actor did nothing more in the range).
+
+export interface PathsQuery extends ScopeParams {
+  category: string;
+  name: string;
+  direction?: 'next' | 'previous' | undefined;
+  steps?: number | undefined;
+  limit?: number | undefined;
+  segment_id?: string | undefined;
+}
+
+export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: PathsQuery, now: Date) {
+  const scope = await resolveScope(db, tenant, q, now);
+  const k = q.steps ?? 3;
+  const direction = q.direction ?? 'next';
+  const limit = q.limit ?? 10;
+  const base = { ...echo(scope), refreshed_at: now.toISOString(), event: { category: q.category, name: q.name }, direction, steps: k };
+  if (scope.empty) return { ...base, occurrences: 0, paths: [] };
+  checkRange(db, scope.from.getTime(), scope.to.getTime());
+  const p = new Params();
+  const unit = unitSql('actor');
+  const where = scopeSql(scope, p);
+  const seg = await segmentClause(db, tenant, q.segment_id, 'actor', unit.expr, p, now);
+  const [from, to, cat, name] = [p.add(scope.from), p.add(scope.to), p.add(q.category), p.add(q.name)];
+  const sign = direction === 'next' ? '+' : '-';
+  const cols = Array.from({ length: k }, (_, i) => `s${i}.category AS c${i}, s${i}.name AS n${i}`).join(', ');
+  const joins = Array.from({ length: k }, (_, i) => `LEFT JOIN seq s${i} ON s${i}.u = a.u AND s${i}.i = a.i ${sign} ${i + 1}`).join('\n');
+  const groups = Array.from({ length: k }, (_, i) => `c${i}, n${i}`).join(', ');
+  const sql = `
+    WITH seq AS (
+      SELECT ${unit.expr} AS u, e.category, e.name, row_number() OVER (PARTITION BY ${unit.expr} ORDER BY e.occurred_at, e.event_id) AS i
+        FROM events e ${unit.join} WHERE ${where}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}),
+    walked AS (
+      SELECT a.u, ${cols} FROM seq a
+      ${joins}
+       WHERE a.category = ${cat} AND a.name = ${name})
+    SELECT ${groups}, count(*)::int AS occurrences, count(DISTINCT u)::int AS actors, sum(count(*)) OVER ()::int AS total
+      FROM walked GROUP BY ${groups} ORDER BY occurrences DESC, actors DESC, ${groups} LIMIT ${p.add(limit)}::int`;
+  const rows = await withBudget(db, (tx) => tx.query<Record<string, string | number | null>>(sql, p.values));
+  return {
+    ...base,
+    occurrences: Number(rows[0]?.total ?? 0),
+    paths: rows.map((r) => {
+      const events: { category: string; name: string }[] = [];
+      for (let i = 0; i < k && r[`c${i}`] !== null; i++) events.push({ category: String(r[`c${i}`]), name: String(r[`n${i}`]) });
+      return { events, occurrences: Number(r.occurrences), actors: Number(r.actors) };
+    }),
+  };
+}

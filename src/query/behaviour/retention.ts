@@ -1,0 +1,136 @@
+import { validationError } from '../../errors.js';
+import type { Db } from '../../storage/db.js';
+import { requireFeature, type TenantPlan } from '../guard.js';
+import { echo, resolveScope, type Interval, type ScopeParams } from '../scope.js';
+import { checkRange, withBudget } from './budget.js';
+import { matchSql, Params, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
+import { periodAfter, periodsBetween } from './periods.js';
+import { segmentClause } from './segments.js';
+
+// Retention (docs/behaviour.md): cohorts are the local periods of the range; a unit joins the
+// cohort of the period of its start event (first_time: its first start event ever, recurring:
+// every period it did one); cell k counts the cohort's units that did the return event in period
+// c + k (on) or in c + k or later (on or after). Periods are cut in the query's time zone and
+// handed to SQL as boundaries (width_bucket), so every zone and DST change is exact.
+
+export interface RetentionQuery extends ScopeParams {
+  start_event?: EventMatcher | undefined;
+  return_event?: EventMatcher | undefined;
+  period?: 'day' | 'week' | 'month' | undefined;
+  periods?: number | undefined;
+  type?: 'first_time' | 'recurring' | undefined;
+  count_by?: 'actor' | 'account' | undefined;
+  segment_id?: string | undefined;
+}
+
+const MAX_COHORTS = 120;
+const rate = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000);
+
+interface Plan {
+  scope: Awaited<ReturnType<typeof resolveScope>>;
+  period: Interval;
+  n: number;
+  type: 'first_time' | 'recurring';
+  by: 'actor' | 'account';
+  cohorts: number[];
+  bounds: number[];
+  /** The CTEs cohort(u, c), active(u, p) and pairs(u, c, k), and their parameters; undefined when the scope is empty. */
+  ctes?: { text: string; params: Params };
+}
+
+async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date): Promise<Plan> {
+  if (q.count_by === 'account') requireFeature(tenant, 'account_context');
+  const period: Interval = q.period ?? 'week';
+  const n = q.periods ?? 8;
+  const type = q.type ?? 'first_time';
+  const by = q.count_by ?? 'actor';
+  const scope = await resolveScope(db, tenant, { ...q, interval: period }, now);
+  const cohorts = periodsBetween(scope.from.getTime(), scope.to.getTime(), scope.tz, period, 'period');
+  if (cohorts.length > MAX_COHORTS) throw validationError([{ field: 'period', message: `more than ${MAX_COHORTS} cohorts: use a longer period or a narrower range` }]);
+  // Boundaries of every period a return can fall in: the cohorts', then n more.
+  const bounds = [...cohorts, ...Array.from({ length: n + 1 }, (_, i) => periodAfter(cohorts[cohorts.length - 1]!, i + 1, scope.tz, period))];
+  const returnEnd = Math.min(bounds[bounds.length - 1]!, now.getTime() + 1);
+  const out: Plan = { scope, period, n, type, by, cohorts, bounds };
+  if (scope.empty) return out;
+  checkRange(db, type === 'first_time' ? scope.from.getTime() : cohorts[0]!, returnEnd);
+  const p = new Params();
+  const unit = unitSql(by);
+  const where = scopeSql(scope, p);
+  const start = q.start_event ? matchSql(q.start_event, p) : 'true';
+  const ret = q.return_event ? matchSql(q.return_event, p) : 'true';
+  const b = p.add(bounds.map((x) => new Date(x).toISOString()));
+  const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
+  const seg = await segmentClause(db, tenant, q.segment_id, by, unit.expr, p, now);
+  const cohort =
+    type === 'first_time'
+      ? `SELECT ${unit.expr} AS u, width_bucket(min(e.occurred_at), ${b}::timestamptz[]) AS c FROM events e ${unit.join}
+          WHERE ${where} AND ${start} AND ${unit.present}${seg} GROUP BY 1 HAVING min(e.occurred_at) >= ${from} AND min(e.occurred_at) < ${to}`
+      : `SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
+          WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}`;
+  const text = `
+    WITH cohort AS (${cohort}),
+    active AS (
+      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS p FROM events e ${unit.join}
+       WHERE ${where} AND ${ret} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${unit.expr} IN (SELECT u FROM cohort)),
+    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
+  return { ...out, ctes: { text, params: p } };
+}
+
+export async function retention(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date) {
+  const { scope, period, n, type, by, cohorts, bounds, ctes } = await plan(db, tenant, q, now);
+  const sizes = new Map<number, number>();
+  const on = new Map<string, number>();
+  const reach = new Map<string, number>();
+  if (ctes) {
+    const sql = `${ctes.text}
+      SELECT 'size' AS kind, c, 0 AS k, count(*)::int AS n FROM cohort GROUP BY c
+      UNION ALL SELECT 'on', c, k, count(*)::int FROM pairs GROUP BY c, k
+      UNION ALL SELECT 'reach', c, k, count(*)::int FROM (SELECT u, c, max(k) AS k FROM pairs GROUP BY u, c) m GROUP BY c, k`;
+    const rows = await withBudget(db, (tx) => tx.query<{ kind: string; c: number; k: number; n: number }>(sql, ctes.params.values));
+    for (const r of rows) {
+      const key = `${Number(r.c)}:${Number(r.k)}`;
+      if (r.kind === 'size') sizes.set(Number(r.c), Number(r.n));
+      else (r.kind === 'on' ? on : reach).set(key, Number(r.n));
+    }
+  }
+
+  const matrix = cohorts.map((startMs, i) => {
+    const c = i + 1; // width_bucket's 1-based bucket of this cohort
+    const size = sizes.get(c) ?? 0;
+    const values = [{ period: 0, count: size, percentage: size === 0 ? 0 : 1, count_on_or_after: size, percentage_on_or_after: size === 0 ? 0 : 1 }];
+    for (let k = 1; k <= n && bounds[i + k]! <= now.getTime(); k++) {
+      let later = 0;
+      for (let j = k; j < bounds.length; j++) later += reach.get(`${c}:${j}`) ?? 0;
+      const count = on.get(`${c}:${k}`) ?? 0;
+      values.push({ period: k, count, percentage: rate(count, size), count_on_or_after: later, percentage_on_or_after: rate(later, size) });
+    }
+    return { cohort_start: new Date(startMs).toISOString(), size, values };
+  });
+  return { ...echo(scope), interval: period, refreshed_at: now.toISOString(), period, periods: n, type, count_by: by, cohorts: matrix };
+}
+
+export interface RetentionCell {
+  /** 0-based cohort index, as in the answer's cohorts list. */
+  cohort: number;
+  /** 0: the cohort itself. */
+  period: number;
+  criteria?: 'on' | 'on_or_after' | undefined;
+}
+
+/** The units behind one cell of the matrix. */
+export async function retentionUnitIds(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, cell: RetentionCell, now: Date) {
+  const pl = await plan(db, tenant, q, now);
+  if (cell.cohort >= pl.cohorts.length) throw validationError([{ field: 'cohort', message: `0 to ${pl.cohorts.length - 1}` }]);
+  if (cell.period > pl.n) throw validationError([{ field: 'period', message: `0 to ${pl.n}` }]);
+  if (!pl.ctes) return { plan: pl, ids: [] as string[] };
+  const p = pl.ctes.params;
+  const c = `${p.add(cell.cohort + 1)}::int`;
+  const pick =
+    cell.period === 0
+      ? `SELECT u FROM cohort WHERE c = ${c}`
+      : cell.criteria === 'on_or_after'
+        ? `SELECT DISTINCT u FROM pairs WHERE c = ${c} AND k >= ${p.add(cell.period)}::int`
+        : `SELECT u FROM pairs WHERE c = ${c} AND k = ${p.add(cell.period)}::int`;
+  const rows = await withBudget(db, (tx) => tx.query<{ u: string }>(`${pl.ctes!.text} ${pick}`, p.values));
+  return { plan: pl, ids: rows.map((r) => r.u) };
+}

@@ -1,0 +1,110 @@
+import { notFound, validationError } from '../../errors.js';
+import type { Db, Queryable } from '../../storage/db.js';
+import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
+import { requireFeature, type TenantPlan } from '../guard.js';
+import { cursorKey, pageOf } from '../page.js';
+import { resolveRange, resolveScope, type ScopeParams } from '../scope.js';
+import { checkRange, withBudget } from './budget.js';
+import { matchSql, Params, scopeSql, type EventMatcher } from './event-sql.js';
+
+// Segments (docs/behaviour.md): a saved set of actors. A dynamic segment is a definition
+// evaluated when used, over its own range (a relative range like 30d moves with time): actors
+// with an event in the scope and range, who did each listed event at least N times, first seen in
+// the range (the read model's rm_actor_first), on a version. A static one is a saved list of
+// actors ("save as segment" from a drill-down). segmentFilterSql is the one filter every query
+// family applies for `segment_id`.
+
+export interface SegmentDefinition extends ScopeParams {
+  did?: (EventMatcher & { min_count?: number | undefined })[] | undefined;
+  first_seen_in_range?: boolean | undefined;
+  on_version?: string | undefined;
+}
+
+type Tenant = TenantPlan & { id: string };
+
+/** Checks a definition as a query would resolve it (time zone, range, plan): a 400 or 402/403 now, not at use. */
+export function checkDefinition(tenant: Tenant, def: SegmentDefinition, now: Date): void {
+  resolveRange(def, now);
+  if (def.account_id !== undefined || def.license_id !== undefined) requireFeature(tenant, 'account_context');
+}
+
+async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, p: Params, now: Date): Promise<string> {
+  const scope = await resolveScope(q, tenant, def, now);
+  if (scope.empty) return 'SELECT NULL::text AS u WHERE false';
+  const where = scopeSql(scope, p);
+  const [from, to] = [p.add(scope.from), p.add(scope.to)];
+  const having = ['true'];
+  for (const d of def.did ?? []) having.push(`count(*) FILTER (WHERE ${matchSql(d, p)}) >= ${p.add(d.min_count ?? 1)}::int`);
+  if (def.on_version !== undefined) having.push(`bool_or(e.product_version = ${p.add(def.on_version)})`);
+  const first = def.first_seen_in_range
+    ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${p.add(tenant.id)} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
+    : '';
+  return `SELECT g.u FROM (SELECT COALESCE(l.identified_actor_id, e.actor_id) AS u FROM events e
+            LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id
+           WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
+           GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${first}`;
+}
+
+/**
+ * The actors of a segment as a subquery `SELECT u …` (placeholders in p), for `AND actor IN (…)`.
+ * 404 segment_not_found for an unknown id or another tenant's.
+ */
+export async function segmentFilterSql(q: Queryable, tenant: Tenant, segmentId: string, p: Params, now: Date): Promise<string> {
+  const seg = await getSegment(q, tenant.id, segmentId);
+  if (!seg) throw notFound('segment_not_found', 'segment');
+  if (seg.static) return `SELECT actor_id AS u FROM segment_members WHERE tenant_id = ${p.add(tenant.id)} AND segment_id = ${p.add(seg.id)}::uuid`;
+  return membersSql(q, tenant, seg.definition as SegmentDefinition, p, now);
+}
+
+/** `AND <unit> IN (segment)` for a query counting by actor; segments hold actors, so other units are a 400. */
+export async function segmentClause(q: Queryable, tenant: Tenant, segmentId: string | undefined, countBy: string, unitExpr: string, p: Params, now: Date): Promise<string> {
+  if (segmentId === undefined) return '';
+  if (countBy !== 'actor') throw validationError([{ field: 'segment_id', message: 'a segment holds actors: count_by actor only' }]);
+  return ` AND ${unitExpr} IN (${await segmentFilterSql(q, tenant, segmentId, p, now)})`;
+}
+
+async function rangeOf(db: Db, tenant: Tenant, segmentId: string, now: Date) {
+  const seg = await getSegment(db, tenant.id, segmentId);
+  if (!seg) throw notFound('segment_not_found', 'segment');
+  const def = seg.definition as SegmentDefinition;
+  if (!seg.static) {
+    const r = resolveRange(def, now);
+    checkRange(db, r.from.getTime(), r.to.getTime());
+    return { range: { from: r.from.toISOString(), to: r.to.toISOString() }, tz: r.tz };
+  }
+  return { range: null, tz: null };
+}
+
+export async function segmentSize(db: Db, tenant: Tenant, segmentId: string, now: Date) {
+  const echo = await rangeOf(db, tenant, segmentId, now);
+  const p = new Params();
+  const sql = `SELECT count(*)::int AS n FROM (${await segmentFilterSql(db, tenant, segmentId, p, now)}) s`;
+  const [r] = await withBudget(db, (q) => q.query<{ n: number }>(sql, p.values));
+  return { segment_id: segmentId, size: Number(r?.n ?? 0), ...echo, refreshed_at: now.toISOString() };
+}
+
+export async function segmentActorIds(db: Db, tenant: Tenant, segmentId: string, now: Date, page?: { limit: number; after?: string | undefined }): Promise<string[]> {
+  const p = new Params();
+  const inner = await segmentFilterSql(db, tenant, segmentId, p, now);
+  const after = page?.after !== undefined ? `WHERE s.u > ${p.add(page.after)}` : '';
+  const limit = page ? `LIMIT ${p.add(page.limit + 1)}::int` : 'LIMIT 100000';
+  const rows = await withBudget(db, (q) => q.query<{ u: string }>(`SELECT s.u FROM (${inner}) s ${after} ORDER BY s.u ${limit}`, p.values));
+  return rows.map((r) => r.u);
+}
+
+export async function segmentActors(db: Db, tenant: Tenant, segmentId: string, p: { limit?: number | undefined; cursor?: string | undefined }, now: Date) {
+  const echo = await rangeOf(db, tenant, segmentId, now);
+  const limit = p.limit ?? 100;
+  const ids = await segmentActorIds(db, tenant, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] });
+  return { segment_id: segmentId, ...pageOf(ids.map((id) => ({ id })), limit, (r) => [r.id]), ...echo, refreshed_at: now.toISOString() };
+}
+
+/** "Save as segment": a drill-down's whole list becomes a static segment of actors. */
+export async function saveAsSegment(db: Db, tenant: Tenant, save: { name: string; description?: string | undefined }, ids: string[], countBy: string, now: Date): Promise<string> {
+  if (countBy !== 'actor') throw validationError([{ field: 'save_as_segment', message: 'a segment holds actors: count_by actor only' }]);
+  return db.tx(async (q) => {
+    const seg = await insertSegment(q, tenant.id, { ...save, definition: { actors: ids.length, saved_at: now.toISOString() }, static: true }, now);
+    await addStaticMembers(q, tenant.id, seg.id, ids);
+    return seg.id;
+  });
+}

@@ -1,0 +1,199 @@
+// Funnels over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL) against a hand-computed fixture; nothing is faked.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ADMIN_TOKEN, createTenant, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const T0 = Date.parse('2026-03-02T10:00:00Z');
+const MIN = 60_000;
+const at = (minutes: number, base = T0) => new Date(base + minutes * MIN).toISOString();
+const A = { category: 'ui', name: 'open' };
+const B = { category: 'ui', name: 'signup' };
+const C = { category: 'ui', name: 'pay' };
+const X = { category: 'ui', name: 'cancel' };
+const ev = (actor: string, step: { category: string; name: string }, minutes: number, extra: Record<string, unknown> = {}) =>
+  event({ ...step, actor_id: actor, timestamp: at(minutes), properties: {}, ...extra });
+
+function post(key: string, url: string, payload: unknown, headers: Record<string, string> = {}) {
+  return t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+}
+
+/**
+ * The fixture (window 1 hour unless said; minutes after 2026-03-02 10:00Z):
+ * u1 A0 B10 C30 · u2 A0 B20 · u3 A0 · u4 A0(plan pro) A5 B15 A20 C50 (repeated steps) ·
+ * u5 C40 B20 A0, sent in that order (out-of-order arrival) · u6 B0 A10 C20 (B before A) ·
+ * u7 A0 B30 C61 (C crosses the window's end) · u8 A0 X5 B10 C20 (X excluded between 1 and 2) ·
+ * anon-9 A0 B10, then identified as user-9, who does C20 (one unit) ·
+ * u10 A and B at 2026-03-01 23:30Z/23:40Z (the 2nd in Paris, the 1st in UTC) ·
+ * u11 A at 2026-03-04 23:50Z, B at 2026-03-05 00:10Z (the conversion after the range's end counts).
+ * u1's A carries plan=pro.
+ */
+async function seed(key: string): Promise<void> {
+  const batches = [
+    [ev('u1', A, 0, { properties: { plan: 'pro' } }), ev('u1', B, 10), ev('u1', C, 30)],
+    [ev('u2', A, 0), ev('u2', B, 20), ev('u3', A, 0)],
+    [ev('u4', A, 0, { properties: { plan: 'pro' } }), ev('u4', A, 5), ev('u4', B, 15), ev('u4', A, 20), ev('u4', C, 50)],
+    [ev('u5', C, 40)],
+    [ev('u5', B, 20)],
+    [ev('u5', A, 0)],
+    [ev('u6', B, 0), ev('u6', A, 10), ev('u6', C, 20)],
+    [ev('u7', A, 0), ev('u7', B, 30), ev('u7', C, 61)],
+    [ev('u8', A, 0), ev('u8', X, 5), ev('u8', B, 10), ev('u8', C, 20)],
+    [ev('anon-9', A, 0), ev('anon-9', B, 10)],
+    [event({ ...A, actor_id: 'u10', timestamp: '2026-03-01T23:30:00Z', properties: {} }), event({ ...B, actor_id: 'u10', timestamp: '2026-03-01T23:40:00Z', properties: {} })],
+    [event({ ...A, actor_id: 'u11', timestamp: '2026-03-04T23:50:00Z', properties: {} }), event({ ...B, actor_id: 'u11', timestamp: '2026-03-05T00:10:00Z', properties: {} })],
+  ];
+  for (const b of batches) assert.equal((await postEvents(t.app, key, b)).statusCode, 200);
+  const link = await post(key, '/v1/actors/identify', { anonymous_actor_id: 'anon-9', identified_actor_id: 'user-9', product: 'app', product_version: '1.0.0' });
+  assert.equal(link.statusCode, 200, link.body);
+  assert.equal((await postEvents(t.app, key, [ev('user-9', C, 20)])).statusCode, 200);
+}
+
+const base = { steps: [A, B, C], window: { value: 1, unit: 'hour' }, from: '2026-03-02', to: '2026-03-05' };
+const counts = (body: { steps: { count: number }[] }) => body.steps.map((s) => s.count);
+
+describe('funnels', () => {
+  let tenant: Awaited<ReturnType<typeof tenantWithProduct>>;
+  before(async () => {
+    tenant = await tenantWithProduct(t.app);
+    await seed(tenant.ingestKey);
+  });
+
+  it('ordered, with an exclusion: counts, conversion, drop-off and times by hand', async () => {
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, exclusions: [{ ...X, from_step: 1, to_step: 2 }] });
+    assert.equal(res.statusCode, 200, res.body);
+    const body = res.json();
+    // Entered: u1 u2 u3 u4 u5 u6 u7 user-9 u11 = 9 (u8 excluded, u10 before the range).
+    // Step 2: u1 u2 u4 u5 u7 user-9 u11 = 7 (u3 never, u6's B came before A). Step 3: u1 u4 u5 user-9 = 4 (u7's C at 61 min).
+    assert.deepEqual(counts(body), [9, 7, 4]);
+    const [s1, s2, s3] = body.steps;
+    assert.deepEqual([s2.conversion_from_first, s2.dropped, s3.conversion_from_previous, s3.dropped, s3.drop_off], [0.7778, 2, 0.5714, 3, 0.4286]);
+    assert.equal(s1.median_seconds, null);
+    // A→B seconds: u1 600, u2 1200, u4 900 (A0→B15), u5 1200, u7 1800, user-9 600, u11 1200:
+    // sorted 600 600 900 1200 1200 1200 1800 → median 1200; mean 7500 / 7 = 1071.429.
+    assert.deepEqual([s2.median_seconds, s2.average_seconds], [1200, 1071.429]);
+    // B→C: u1 1200, u4 2100 (B15→C50), u5 1200, user-9 600 → median 1200, mean 5100 / 4 = 1275.
+    assert.deepEqual([s3.median_seconds, s3.average_seconds], [1200, 1275]);
+    // A→C of the converted: 1800, 3000, 2400, 1200 → median (1800 + 2400) / 2 = 2100, mean 8400 / 4 = 2100.
+    assert.deepEqual([body.entered, body.converted, body.conversion_rate], [9, 4, 0.4444]);
+    assert.deepEqual([body.time_to_convert.median_seconds, body.time_to_convert.average_seconds], [2100, 2100]);
+    // Histogram from 1200 s, width (3000 − 1200) / 10 = 180 s: 1200 → bin 0, 1800 → 3, 2400 → 6, 3000 → the last.
+    const hist = body.time_to_convert.histogram as { from_seconds: number; count: number }[];
+    assert.equal(hist.length, 10);
+    assert.deepEqual(hist.map((h) => h.count), [1, 0, 0, 1, 0, 0, 1, 0, 0, 1]);
+    assert.equal(hist[0]!.from_seconds, 1200);
+    // Trends by UTC day: the 2nd has 8 entries (4 converted), the 4th u11 (not converted).
+    assert.deepEqual(
+      body.trends.map((p: { period_start: string; entered: number; converted: number }) => [p.period_start.slice(0, 10), p.entered, p.converted]),
+      [['2026-03-02', 8, 4], ['2026-03-03', 0, 0], ['2026-03-04', 1, 0]],
+    );
+    assert.deepEqual(body.range, { from: '2026-03-02T00:00:00.000Z', to: '2026-03-05T00:00:00.000Z' });
+    assert.equal(body.tz, 'UTC');
+    assert.ok(body.refreshed_at);
+  });
+
+  it('without the exclusion u8 converts', async () => {
+    const res = await post(tenant.adminKey, '/v1/funnels', base);
+    assert.deepEqual(counts(res.json()), [10, 8, 5]);
+  });
+
+  it('strict: nothing of the actor between two steps', async () => {
+    // u1 3, u2 2, u3 1, u4 2 (A0 then A5 breaks; A5 B15 then A20 breaks), u5 3, u6 1, u7 2, u8 1 (X), user-9 3, u11 2.
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, order: 'strict' });
+    assert.deepEqual(counts(res.json()), [10, 7, 3]);
+  });
+
+  it('unordered: the steps in any order within the window', async () => {
+    // u1 3, u2 2, u3 1, u4 3, u5 3, u6 3 (B0 A10 C20), u7 2, u8 3, user-9 3, u11 2.
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, order: 'unordered' });
+    assert.deepEqual(counts(res.json()), [10, 9, 6]);
+  });
+
+  it('a time zone moves the range: in Paris u10 enters and u11 is past the end', async () => {
+    // Paris is UTC+1 in March: the range is 2026-03-01 23:00Z to 2026-03-04 23:00Z.
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, tz: 'Europe/Paris', exclusions: [{ ...X, from_step: 1, to_step: 2 }] });
+    const body = res.json();
+    // 9 − u11 + u10 = 9; step 2: 7 − u11 + u10 = 7; step 3: 4.
+    assert.deepEqual(counts(body), [9, 7, 4]);
+    assert.equal(body.trends[0].period_start, '2026-03-01T23:00:00.000Z');
+    assert.deepEqual([body.trends[0].entered, body.trends[0].converted], [9, 4]);
+  });
+
+  it('a property filter on a step, and a breakdown by the entry’s property', async () => {
+    const filtered = await post(tenant.adminKey, '/v1/funnels', { ...base, steps: [{ ...A, properties: { plan: 'pro' } }, B, C] });
+    assert.deepEqual(counts(filtered.json()), [2, 2, 2]); // u1 and u4
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, breakdown: 'properties.plan', exclusions: [{ ...X, from_step: 1, to_step: 2 }] });
+    const groups = res.json().breakdown.map((g: { value: string | null; steps: { count: number }[] }) => [g.value, counts(g)]);
+    // pro: u1, u4 (both convert); no plan: the other 7, of which u2 u5 u7 user-9 u11 reach B and u5 user-9 reach C.
+    assert.deepEqual(groups, [[null, [7, 5, 2]], ['pro', [2, 2, 2]]]);
+  });
+
+  it('drill-down: who dropped at step 2, who reached step 3, as JSON pages and CSV', async () => {
+    const q = { ...base, exclusions: [{ ...X, from_step: 1, to_step: 2 }] };
+    const dropped = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 2, status: 'dropped' });
+    assert.deepEqual(dropped.json().data.map((r: { id: string }) => r.id), ['u3', 'u6']);
+    const page1 = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3, limit: 3 });
+    assert.deepEqual(page1.json().data.map((r: { id: string }) => r.id), ['u1', 'u4', 'u5']);
+    const page2 = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3, limit: 3, cursor: page1.json().next_cursor });
+    assert.deepEqual([page2.json().data.map((r: { id: string }) => r.id), page2.json().next_cursor], [['user-9'], null]);
+    const csv = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3 }, { accept: 'text/csv' });
+    assert.match(String(csv.headers['content-type']), /^text\/csv/);
+    assert.equal(csv.body, 'actor_id\r\nu1\r\nu4\r\nu5\r\nuser-9\r\n');
+  });
+
+  it('another tenant sees none of it', async () => {
+    const other = await tenantWithProduct(t.app);
+    const res = await post(other.adminKey, '/v1/funnels', base);
+    assert.deepEqual(counts(res.json()), [0, 0, 0]);
+    const ids = await post(other.adminKey, '/v1/funnels/actors', { ...base, step: 1 });
+    assert.deepEqual(ids.json().data, []);
+  });
+
+  it('bad input is a 400 naming the field; an unknown field too', async () => {
+    for (const [body, field] of [
+      [{ ...base, steps: [A] }, 'steps'],
+      [{ ...base, order: 'sideways' }, 'order'],
+      [{ ...base, exclusions: [{ ...X, from_step: 2, to_step: 2 }] }, 'exclusions/0/to_step'],
+      [{ ...base, window: { value: 100, unit: 'day' } }, 'window'],
+      [{ ...base, tz: 'Mars/Olympus' }, 'tz'],
+      [{ ...base, breakdown: 'colour' }, 'breakdown'],
+      [{ ...base, colour: 'red' }, 'colour'],
+    ] as const) {
+      const res = await post(tenant.adminKey, '/v1/funnels', body);
+      assert.equal(res.statusCode, 400, `${field}: ${res.body}`);
+      assert.equal(res.json().code, 'validation_error');
+      assert.ok(JSON.stringify(res.json()).includes(field), `${field}: ${res.body}`);
+    }
+  });
+});
+
+describe('funnels by session and by account', () => {
+  it('counts sessions and accounts, behind the plan guard and view_accounts', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const S1 = '0190a000-0000-7000-8000-000000000001';
+    const S2 = '0190a000-0000-7000-8000-000000000002';
+    // w1 opens in session S1, w2 (same account acme) signs up in S2: acme converts, neither actor nor session does.
+    await postEvents(t.app, tenant.ingestKey, [ev('w1', A, 0, { session_id: S1, account_id: 'acme' }), ev('w2', B, 10, { session_id: S2, account_id: 'acme' })]);
+    const q = { steps: [A, B], from: '2026-03-02', to: '2026-03-03' };
+    assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', { ...q, count_by: 'account' })).json()), [1, 1]);
+    assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', { ...q, count_by: 'session' })).json()), [1, 0]);
+    assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', q)).json()), [1, 0]);
+
+    const starter = await createTenant(t.app, 'starter');
+    const refused = await post(starter.adminKey, '/v1/funnels', { ...q, count_by: 'account' });
+    assert.deepEqual([refused.statusCode, refused.json().code], [402, 'plan_limit_reached']);
+    const key = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenant.id}/keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'reader', permissions: ['read'] },
+    });
+    const reader = key.json().key as string;
+    assert.equal((await post(reader, '/v1/funnels', q)).statusCode, 200);
+    const forbidden = await post(reader, '/v1/funnels', { ...q, account_id: 'acme' });
+    assert.deepEqual([forbidden.statusCode, forbidden.json().code], [403, 'forbidden']);
+  });
+});

@@ -1,0 +1,113 @@
+// Segments over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real (first seen); nothing is faked.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const silent = { warn() {}, info() {}, error() {} } as never;
+async function runRollups(): Promise<void> {
+  const jobs = startJobs(t.db, [rollupJob(60, 10_000, 256)], silent);
+  try {
+    for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
+  } finally {
+    await jobs.stop();
+  }
+}
+
+const CLICK = { category: 'ui', name: 'click' };
+const OPEN = { category: 'ui', name: 'open' };
+const ev = (actor: string, what: object, day: string, version = '1.0.0') => event({ ...what, actor_id: actor, timestamp: `2026-${day}T12:00:00Z`, product_version: version, properties: {} });
+const send = (key: string, method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+  t.app.inject({ method, url, headers: { authorization: `Bearer ${key}`, ...(payload !== undefined && { 'content-type': 'application/json' }) }, ...(payload !== undefined && { payload: JSON.stringify(payload) }) });
+
+/** s1 clicks 3× Mar 2 · s2 clicks Mar 3 on 2.0.0 · s3 opens Mar 4 on 2.0.0 · s4 clicks 2× Feb 20 and once Mar 5 · anon-5 clicks Mar 3, becomes user-5, who clicks Mar 4. */
+async function seed(key: string) {
+  const batch = [
+    ev('s1', CLICK, '03-02'), ev('s1', CLICK, '03-02'), ev('s1', CLICK, '03-02'),
+    ev('s2', CLICK, '03-03', '2.0.0'), ev('s3', OPEN, '03-04', '2.0.0'),
+    ev('s4', CLICK, '02-20'), ev('s4', CLICK, '02-20'), ev('s4', CLICK, '03-05'),
+    ev('anon-5', CLICK, '03-03'),
+  ];
+  assert.equal((await postEvents(t.app, key, batch)).statusCode, 200);
+  assert.equal((await send(key, 'POST', '/v1/actors/identify', { anonymous_actor_id: 'anon-5', identified_actor_id: 'user-5', product: 'app', product_version: '1.0.0' })).statusCode, 200);
+  assert.equal((await postEvents(t.app, key, [ev('user-5', CLICK, '03-04')])).statusCode, 200);
+}
+
+const range = { from: '2026-03-01', to: '2026-03-10' };
+const ids = (res: { json(): { data: { id: string }[] } }) => res.json().data.map((r) => r.id);
+
+describe('segments', () => {
+  let tenant: Awaited<ReturnType<typeof tenantWithProduct>>;
+  before(async () => {
+    tenant = await tenantWithProduct(t.app);
+    await seed(tenant.ingestKey);
+    await runRollups();
+  });
+  const create = async (definition: object, name = 'seg') => {
+    const res = await send(tenant.adminKey, 'POST', '/v1/segments', { name, definition });
+    assert.equal(res.statusCode, 201, res.body);
+    return res.json().id as string;
+  };
+
+  it('did at least N times, on a version, first seen in range: sizes and actors by hand', async () => {
+    // Clicks in range: s1 3, s2 1, s4 1 (2 more on Feb 20, outside), user-5 2 (anon-5's and its own) → at least 2: s1, user-5.
+    const twice = await create({ ...range, did: [{ ...CLICK, min_count: 2 }] });
+    assert.equal((await get(t.app, tenant.adminKey, `/v1/segments/${twice}/size`)).json().size, 2);
+    assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${twice}/actors`)), ['s1', 'user-5']);
+    const v2 = await create({ ...range, on_version: '2.0.0' });
+    assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${v2}/actors`)), ['s2', 's3']);
+    // First event ever in the range: all but s4 (first seen Feb 20).
+    const fresh = await create({ ...range, first_seen_in_range: true });
+    const page1 = await get(t.app, tenant.adminKey, `/v1/segments/${fresh}/actors?limit=3`);
+    assert.deepEqual(ids(page1), ['s1', 's2', 's3']);
+    const page2 = await get(t.app, tenant.adminKey, `/v1/segments/${fresh}/actors?limit=3&cursor=${page1.json().next_cursor}`);
+    assert.deepEqual([ids(page2), page2.json().next_cursor], [['user-5'], null]);
+    const csv = await t.app.inject({ method: 'GET', url: `/v1/segments/${fresh}/actors`, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    assert.equal(csv.body, 'actor_id\r\ns1\r\ns2\r\ns3\r\nuser-5\r\n');
+  });
+
+  it('segment_id narrows a funnel and a retention matrix; save as segment from a drill-down', async () => {
+    const v2 = await create({ ...range, on_version: '2.0.0' });
+    const q = { ...range, steps: [CLICK, OPEN] };
+    // Entered (clicked): s1 s2 s4 user-5; of the segment (s2 s3) only s2 clicked.
+    assert.equal((await send(tenant.adminKey, 'POST', '/v1/funnels', q)).json().steps[0].count, 4);
+    assert.equal((await send(tenant.adminKey, 'POST', '/v1/funnels', { ...q, segment_id: v2 })).json().steps[0].count, 1);
+    const matrix = await send(tenant.adminKey, 'POST', '/v1/retention', { ...range, period: 'month', periods: 1, type: 'recurring', segment_id: v2 });
+    assert.equal(matrix.json().cohorts[0].size, 2); // s2 and s3 were active in March
+    const saved = await send(tenant.adminKey, 'POST', '/v1/funnels/actors', { ...q, step: 1, save_as_segment: { name: 'clickers' } });
+    const id = saved.json().segment_id as string;
+    assert.ok(id, saved.body);
+    assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${id}/actors`)), ['s1', 's2', 's4', 'user-5']);
+    assert.equal((await get(t.app, tenant.adminKey, `/v1/segments/${id}`)).json().static, true);
+  });
+
+  it('create, list, get, update, delete', async () => {
+    const other = await tenantWithProduct(t.app);
+    const res = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { range: '7d' } });
+    const id = res.json().id as string;
+    assert.deepEqual((await get(t.app, other.adminKey, '/v1/segments')).json().data.map((s: { id: string }) => s.id), [id]);
+    const patched = await send(other.adminKey, 'PATCH', `/v1/segments/${id}`, { name: 'b', definition: { range: '30d', on_version: '1.0.0' } });
+    assert.deepEqual([patched.statusCode, patched.json().name, patched.json().definition.on_version], [200, 'b', '1.0.0']);
+    assert.equal((await send(other.adminKey, 'DELETE', `/v1/segments/${id}`)).statusCode, 204);
+    assert.equal((await get(t.app, other.adminKey, `/v1/segments/${id}`)).statusCode, 404);
+    const bad = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { tz: 'Nowhere/Else' } });
+    assert.deepEqual([bad.statusCode, bad.json().errors[0].field], [400, 'tz']);
+  });
+
+  it('another tenant can neither see nor use a segment', async () => {
+    const mine = await create({ ...range });
+    const other = await tenantWithProduct(t.app);
+    assert.equal((await get(t.app, other.adminKey, `/v1/segments/${mine}`)).statusCode, 404);
+    assert.equal((await get(t.app, other.adminKey, `/v1/segments/${mine}/size`)).statusCode, 404);
+    assert.equal((await get(t.app, other.adminKey, `/v1/segments/${mine}/actors`)).statusCode, 404);
+    assert.equal((await send(other.adminKey, 'DELETE', `/v1/segments/${mine}`)).statusCode, 404);
+    const used = await send(other.adminKey, 'POST', '/v1/funnels', { ...range, steps: [CLICK, OPEN], segment_id: mine });
+    assert.deepEqual([used.statusCode, used.json().code], [404, 'segment_not_found']);
+    assert.deepEqual((await get(t.app, other.adminKey, '/v1/segments')).json().data, []);
+  });
+});
