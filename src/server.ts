@@ -15,7 +15,7 @@ import { startJobs } from './jobs/runner.js';
 /** First start with an empty store: a demo tenant and product, and a curl that sends a first event. */
 async function seedDemo(db: Db, plans: Plans, config: Config): Promise<string | undefined> {
   if ((await countTenants(db)) > 0) return undefined;
-  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'demo', plan: 'trial' });
+  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'demo', plan: 'unlimited' });
   await insertProduct(db, tenant.id, 'demo-app', 'Demo app');
   const ingest = api_keys.find((k) => k.name === 'ingest')!;
   const admin = api_keys.find((k) => k.name === 'admin')!;
@@ -34,7 +34,7 @@ async function seedDemo(db: Db, plans: Plans, config: Config): Promise<string | 
   ]);
   return [
     '',
-    'First start: created a demo tenant (trial plan) and the product "demo-app". These keys are shown once:',
+    'First start: created a demo tenant (unlimited plan: no allotment, no rate limit) and the product "demo-app". These keys are shown once:',
     `  tenant id:   ${tenant.id}`,
     `  ingest key:  ${ingest.key}`,
     `  admin key:   ${admin.key}   (all permissions)`,

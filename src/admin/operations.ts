@@ -26,7 +26,7 @@ export interface TenantView {
   cancelled_at: string | null;
   account_context_enabled: boolean;
   created_at: string;
-  usage: { period_start: string; period_end: string; events: number; allotment: number; overage: number };
+  usage: { period_start: string; period_end: string; events: number; allotment: number | null; overage: number };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

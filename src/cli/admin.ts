@@ -6,7 +6,7 @@ import * as ops from '../admin/operations.js';
 import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import { isPermission, type Permission } from '../domain/keys.js';
-import { isPlanName, loadPlans } from '../domain/plans.js';
+import { isPlanName, loadPlans, PLAN_NAMES } from '../domain/plans.js';
 import { openDb } from '../storage/db.js';
 import { embeddedOwner } from '../storage/embedded-lock.js';
 import { migrate } from '../storage/migrate.js';
@@ -17,7 +17,7 @@ commands:
   create-tenant --name NAME --plan PLAN       create a tenant; prints {tenant, api_keys}
   show-tenant ID                              plan, billing state and usage
   usage ID                                    usage of the current billing period
-  set-plan ID PLAN                            change plan (trial|starter|pro|business|enterprise)
+  set-plan ID PLAN                            change plan (trial|starter|pro|business|enterprise|unlimited)
   cancel ID                                   cancel the subscription
   reactivate ID                               reactivate a cancelled subscription
   issue-key ID --permissions P,P [--name N]   issue a key (ingest, read, manage_products, view_accounts)
@@ -30,7 +30,7 @@ options:
 type Call = { method: string; path: string; body?: unknown; local: (deps: ops.AdminDeps) => Promise<unknown> };
 
 function plan(p: string | undefined): ops.TenantView['plan'] {
-  if (!isPlanName(p)) throw new Error(`plan must be one of trial, starter, pro, business, enterprise (got ${p ?? 'nothing'})`);
+  if (!isPlanName(p)) throw new Error(`plan must be one of ${PLAN_NAMES.join(', ')} (got ${p ?? 'nothing'})`);
   return p;
 }
 

@@ -44,7 +44,7 @@ export interface BatchOutcome {
 
 export async function ingestEvents(
   db: Db,
-  input: { tenantId: string; apiKeyId: string; periodStart: Date; allotment: number; receivedAt: Date; elements: unknown[] },
+  input: { tenantId: string; apiKeyId: string; periodStart: Date; allotment: number | null; receivedAt: Date; elements: unknown[] },
   steps: readonly Step[] = EVENT_STEPS,
 ): Promise<BatchOutcome> {
   const candidates: Candidate[] = input.elements.map((raw, index) => {

@@ -44,7 +44,7 @@ export interface BatchContext {
   receivedAt: Date;
   periodStart: Date;
   /** The plan's monthly allotment: reaching it stamps the tenant (the start of a cap plan's grace). */
-  allotment: number;
+  allotment: number | null;
   candidates: Candidate[];
   /** Read with the versions below, and shared with other batches (Db.catalogRead): never modified. */
   products: ReadonlyMap<string, ProductForIngest>;

@@ -21,7 +21,7 @@ export const Tenant = Type.Object({
     period_start: DateTime,
     period_end: DateTime,
     events: Type.Integer({ description: 'accepted events this cycle (not duplicates, not rejections)' }),
-    allotment: Type.Integer(),
+    allotment: Type.Union([Type.Integer(), Type.Null()], { description: 'the plan\'s monthly events; null on the unlimited plan (no allotment)' }),
     overage: Type.Integer({ description: 'billable events over the allotment (charge plans only)' }),
   }),
 });
