@@ -64,17 +64,17 @@ export function loadPlans(file: string | undefined): Plans {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`PLANS_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    throw new Error(`PLANS_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
-  } catch {
-    throw new Error(`PLANS_FILE ${file} is not valid JSON`);
+  } catch (err) {
+    throw new Error(`PLANS_FILE ${file} is not valid JSON`, { cause: err });
   }
   try {
     return mergePlans(parsed);
   } catch (err) {
-    throw new Error(`PLANS_FILE ${file}: ${(err as Error).message}`);
+    throw new Error(`PLANS_FILE ${file}: ${(err as Error).message}`, { cause: err });
   }
 }
