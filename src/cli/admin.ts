@@ -1,12 +1,14 @@
 // The operator CLI: `npm run admin -- <command>`. The same operations as /admin/v1, and the same JSON.
-// With --url (and ADMIN_TOKEN) it calls a running server; otherwise it opens the store itself
-// (DATABASE_URL, or the embedded store in DATA_DIR when no server holds it).
+// It calls a running server's /admin/v1 when given --url, or when a server owns the embedded store
+// in DATA_DIR (the address and the operator token are read from DATA_DIR, where that server keeps
+// them); otherwise it opens the store itself (DATABASE_URL, or the embedded store in DATA_DIR).
 import { parseArgs } from 'node:util';
 import * as ops from '../admin/operations.js';
 import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import { isPermission, type Permission } from '../domain/keys.js';
 import { isPlanName, loadPlans, PLAN_NAMES } from '../domain/plans.js';
+import { readOperatorToken, readServerUrl } from '../admin/operator-files.js';
 import { openDb } from '../storage/db.js';
 import { embeddedOwner } from '../storage/embedded-lock.js';
 import { migrate } from '../storage/migrate.js';
@@ -14,6 +16,7 @@ import { migrate } from '../storage/migrate.js';
 const USAGE = `usage: npm run admin -- <command> [options]
 
 commands:
+  list-tenants [--limit N] [--cursor C]       every tenant, oldest first (the demo tenant is the first)
   create-tenant --name NAME --plan PLAN       create a tenant; prints {tenant, api_keys}
   show-tenant ID                              plan, billing state and usage
   usage ID                                    usage of the current billing period
@@ -24,8 +27,11 @@ commands:
   revoke-key ID KEY_ID                        revoke a key
 
 options:
-  --url URL     call a running server's /admin/v1 (needs ADMIN_TOKEN in the environment)
-  --help`;
+  --url URL     call the server at URL (token: ADMIN_TOKEN, or DATA_DIR/admin-token)
+  --help
+
+With the embedded store, a running server is found through DATA_DIR (its address and operator
+token are kept there): no --url needed.`;
 
 type Call = { method: string; path: string; body?: unknown; local: (deps: ops.AdminDeps) => Promise<unknown> };
 
@@ -40,13 +46,21 @@ function permissions(list: string | undefined): Permission[] {
   return ps as Permission[];
 }
 
-function route(command: string, args: string[], opts: { name?: string | undefined; plan?: string | undefined; permissions?: string | undefined }): Call {
+type Options = { name?: string | undefined; plan?: string | undefined; permissions?: string | undefined; limit?: string | undefined; cursor?: string | undefined };
+
+function route(command: string, args: string[], opts: Options): Call {
   const need = (i: number, what: string) => {
     const v = args[i];
     if (!v) throw new Error(`${command}: missing ${what}`);
     return v;
   };
   switch (command) {
+    case 'list-tenants': {
+      const limit = opts.limit === undefined ? undefined : Number(opts.limit);
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 500)) throw new Error('--limit takes a whole number from 1 to 500');
+      const query = new URLSearchParams({ ...(limit ? { limit: String(limit) } : {}), ...(opts.cursor ? { cursor: opts.cursor } : {}) }).toString();
+      return { method: 'GET', path: `/admin/v1/tenants${query ? `?${query}` : ''}`, local: (d) => ops.listTenants(d, { limit, cursor: opts.cursor }) };
+    }
     case 'create-tenant': {
       if (!opts.name) throw new Error('create-tenant: --name is required');
       const body = { name: opts.name, plan: plan(opts.plan) };
@@ -92,7 +106,15 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, plan: { type: 'string' }, permissions: { type: 'string' }, url: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      permissions: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      url: { type: 'string' },
+      help: { type: 'boolean' },
+    },
   });
   const [command, ...args] = positionals;
   if (values.help || !command) {
@@ -102,11 +124,15 @@ async function main(argv: string[]): Promise<number> {
   const call = route(command, args, values);
   const config = loadConfig();
 
-  if (values.url) {
-    if (!config.adminToken) throw new Error('--url needs ADMIN_TOKEN in the environment');
-    const res = await fetch(new URL(call.path, values.url), {
+  const owner = config.databaseUrl ? undefined : embeddedOwner(config.dataDir);
+  const url = values.url ?? (owner ? readServerUrl(config.dataDir) : undefined);
+  if (owner && !url) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir} but has not written its address yet; retry in a moment, or pass --url`);
+  if (url) {
+    const token = config.adminToken ?? readOperatorToken(config.dataDir);
+    if (!token) throw new Error(`calling ${url} needs the operator token: set ADMIN_TOKEN, or run where DATA_DIR holds admin-token`);
+    const res = await fetch(new URL(call.path, url), {
       method: call.method,
-      headers: { authorization: `Bearer ${config.adminToken}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
+      headers: { authorization: `Bearer ${token}`, ...(call.body ? { 'content-type': 'application/json' } : {}) },
       ...(call.body ? { body: JSON.stringify(call.body) } : {}),
     });
     const text = await res.text();
@@ -115,8 +141,6 @@ async function main(argv: string[]): Promise<number> {
     return res.ok ? 0 : 1;
   }
 
-  const owner = config.databaseUrl ? undefined : embeddedOwner(config.dataDir);
-  if (owner) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir}; use --url http://localhost:${config.port} with ADMIN_TOKEN set`);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
     await migrate(db);

@@ -12,6 +12,8 @@ export interface Plan {
   policy: 'cap' | 'charge';
   /** Requests per minute to POST /v1/events; null = no rate limit (the unlimited plan). */
   requests_per_minute: number | null;
+  /** Days of raw events kept for the plan's tenants; absent or null = EVENT_RETENTION_DAYS (0: forever). */
+  event_retention_days?: number | null;
 }
 
 export type Plans = Record<PlanName, Plan>;
@@ -52,6 +54,10 @@ export function mergePlans(overrides: unknown): Plans {
     if (merged.policy !== 'cap' && merged.policy !== 'charge') throw new Error(`the plans file's ${name}.policy must be "cap" or "charge"`);
     if (typeof merged.requests_per_minute !== 'number' || !Number.isFinite(merged.requests_per_minute) || merged.requests_per_minute < 1) {
       throw new Error(`the plans file's ${name}.requests_per_minute must be a number, 1 or more`);
+    }
+    const days = merged.event_retention_days;
+    if (days !== undefined && days !== null && !(Number.isInteger(days) && days >= 0)) {
+      throw new Error(`the plans file's ${name}.event_retention_days must be a whole number of days, 0 (forever) or more, or null`);
     }
     plans[name] = merged;
   }

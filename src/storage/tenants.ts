@@ -19,6 +19,8 @@ export interface TenantRow {
   /** When usage first reached the allotment, in the cycle that starts at quota_period_start. */
   quota_exhausted_at: string | null;
   quota_period_start: string | null;
+  /** Days of raw events kept; null = the plan's setting, then EVENT_RETENTION_DAYS. */
+  event_retention_days: number | null;
 }
 
 export interface IssuedKey {
@@ -29,7 +31,7 @@ export interface IssuedKey {
 }
 
 const COLUMNS = `id, name, plan, account_context_enabled, subscription_status, cancelled_at, trial_ends_at,
-  cycle_anchor, created_at, updated_at, quota_exhausted_at, quota_period_start`;
+  cycle_anchor, created_at, updated_at, quota_exhausted_at, quota_period_start, event_retention_days`;
 
 function toTenant(r: Record<string, unknown>): TenantRow {
   return {
@@ -45,6 +47,7 @@ function toTenant(r: Record<string, unknown>): TenantRow {
     updated_at: iso(r.updated_at)!,
     quota_exhausted_at: iso(r.quota_exhausted_at),
     quota_period_start: iso(r.quota_period_start),
+    event_retention_days: (r.event_retention_days as number | null) ?? null,
   };
 }
 
@@ -65,6 +68,15 @@ export async function getTenant(q: Queryable, tenantId: string): Promise<TenantR
   return rows[0] ? toTenant(rows[0]) : undefined;
 }
 
+/** Tenants in creation order (ids are UUIDv7), after the id `after`; limit + 1 rows tell whether more follow. */
+export async function listTenants(q: Queryable, opts: { after?: string | undefined; limit: number }): Promise<TenantRow[]> {
+  const rows = await q.query(
+    `SELECT ${COLUMNS} FROM tenants WHERE ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
+    [opts.after ?? null, opts.limit],
+  );
+  return rows.map(toTenant);
+}
+
 export async function countTenants(q: Queryable): Promise<number> {
   const [row] = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants');
   return row?.n ?? 0;
@@ -73,7 +85,14 @@ export async function countTenants(q: Queryable): Promise<number> {
 export async function updateTenant(
   q: Queryable,
   tenantId: string,
-  patch: Partial<{ plan: PlanName; subscription_status: 'active' | 'cancelled'; cancelled_at: Date | null; trial_ends_at: Date | null; account_context_enabled: boolean }>,
+  patch: Partial<{
+    plan: PlanName;
+    subscription_status: 'active' | 'cancelled';
+    cancelled_at: Date | null;
+    trial_ends_at: Date | null;
+    account_context_enabled: boolean;
+    event_retention_days: number | null;
+  }>,
 ): Promise<TenantRow | undefined> {
   const sets: string[] = [];
   const params: unknown[] = [tenantId];

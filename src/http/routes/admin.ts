@@ -5,7 +5,7 @@ import { unauthorized } from '../../errors.js';
 import * as ops from '../../admin/operations.js';
 import type { App, AppContext } from '../context.js';
 import { bearerToken } from '../plugins/auth.js';
-import { problems } from '../schemas/common.js';
+import { page, Pagination, problems } from '../schemas/common.js';
 import { CreateKey, CreateTenant, IssuedKey, PatchTenant, Tenant } from '../schemas/admin.js';
 
 const tags = ['operator'];
@@ -33,6 +33,11 @@ export function adminRoutes(app: App, ctx: AppContext): void {
       schema: { summary: 'Create a tenant with its first keys', tags, security, body: CreateTenant, response: { 201: Type.Object({ tenant: Tenant, api_keys: Type.Array(IssuedKey) }), ...problems(400, 401) } },
     },
     async (request, reply) => reply.code(201).send(await ops.createTenant(deps, request.body)),
+  );
+  app.get(
+    '/admin/v1/tenants',
+    { onRequest: requireAdmin, schema: { summary: 'Every tenant, oldest first', tags, security, querystring: Pagination, response: { 200: page(Tenant), ...problems(400, 401) } } },
+    async (request) => ops.listTenants(deps, request.query),
   );
   app.get(
     '/admin/v1/tenants/:id',
