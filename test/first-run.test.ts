@@ -77,6 +77,7 @@ describe('first run', () => {
 
       const server = await startServer({ DATA_DIR: dir, DATABASE_URL: '', ADMIN_TOKEN: '' });
       try {
+        await server.printed('Operator token');
         assert.match(server.output(), /First start: created a demo tenant \(unlimited plan/);
         // The operator token: generated, kept in DATA_DIR readable by its owner only, printed once.
         const token = readFileSync(join(dir, 'admin-token'), 'utf8').trim();
@@ -91,6 +92,7 @@ describe('first run', () => {
       }
       const again = await startServer({ DATA_DIR: dir, DATABASE_URL: '', ADMIN_TOKEN: '' });
       try {
+        await new Promise((r) => setTimeout(r, 1000));
         assert.doesNotMatch(again.output(), /demo tenant|Operator token/, 'keys and token are printed once');
       } finally {
         await again.stop();
@@ -106,6 +108,7 @@ describe('first run', () => {
     const env = { DATA_DIR: dir, DATABASE_URL: '', ADMIN_TOKEN: '' };
     const server = await startServer(env);
     try {
+      await server.printed('Operator token');
       const cli = async (...args: string[]) => JSON.parse((await run('npx', ['tsx', 'src/cli/admin.ts', ...args], { env: { ...process.env, ...env } })).stdout);
       const { data } = await cli('list-tenants');
       assert.equal(data.length, 1);

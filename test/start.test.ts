@@ -22,7 +22,7 @@ describe('npm start', () => {
     execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'ignore' });
     const dir = mkdtempSync(join(tmpdir(), 'tally-start-'));
     const port = await freePort();
-    const grace = 5000;
+    const grace = 10_000;
     const npm = spawn('npm', ['start'], {
       env: { ...process.env, DATA_DIR: dir, DATABASE_URL: '', PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_GRACE_MS: String(grace), LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -39,6 +39,8 @@ describe('npm start', () => {
         assert.ok(Date.now() < deadline, `not ready in time: ${out}`);
         await new Promise((r) => setTimeout(r, 100));
       }
+      // The demo tenant is made once the server listens, so its banner may follow readiness by a moment.
+      while (!out.includes('API reference:') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       // The server's own pid, from the embedded store's owner file: not npm's.
       const serverPid = Number(readFileSync(join(dir, 'tally.pid'), 'utf8'));
       assert.notEqual(serverPid, npm.pid);
@@ -56,6 +58,12 @@ describe('npm start', () => {
         () => {},
       );
     } finally {
+      // The server is npm's child: a failed assertion must not leave it running (nor holding the pipes).
+      const pidFile = join(dir, 'tally.pid');
+      if (existsSync(pidFile)) {
+        const pid = Number(readFileSync(pidFile, 'utf8'));
+        if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
+      }
       if (npm.exitCode === null) npm.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }

@@ -10,6 +10,9 @@ import { isPermission, type Permission } from '../domain/keys.js';
 import { isPlanName, loadPlans, PLAN_NAMES } from '../domain/plans.js';
 import { readOperatorToken, readServerUrl } from '../admin/operator-files.js';
 import { openDb } from '../storage/db.js';
+import { restorePglite } from '../storage/pglite.js';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { embeddedOwner } from '../storage/embedded-lock.js';
 import { migrate } from '../storage/migrate.js';
 
@@ -25,6 +28,9 @@ commands:
   reactivate ID                               reactivate a cancelled subscription
   issue-key ID --permissions P,P [--name N]   issue a key (ingest, read, manage_products, view_accounts)
   revoke-key ID KEY_ID                        revoke a key
+  backup DIR                                  write a backup of the embedded store into DIR (while it serves)
+  restore FILE                                fill DATA_DIR's embedded store from a backup (server stopped;
+                                              an existing store is moved aside, never deleted)
 
 options:
   --url URL     call the server at URL (token: ADMIN_TOKEN, or DATA_DIR/admin-token)
@@ -102,6 +108,60 @@ function route(command: string, args: string[], opts: Options): Call {
   }
 }
 
+type Config = ReturnType<typeof loadConfig>;
+
+/** The running server's address and operator token when a server owns the embedded store, else undefined. */
+function runningServer(config: Config): { url: string; token: string } | undefined {
+  const owner = config.databaseUrl ? undefined : embeddedOwner(config.dataDir);
+  if (!owner) return undefined;
+  const url = readServerUrl(config.dataDir);
+  const token = config.adminToken ?? readOperatorToken(config.dataDir);
+  if (!url) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir} but has not written its address yet; retry in a moment`);
+  if (!token) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir}: set ADMIN_TOKEN to its operator token`);
+  return { url, token };
+}
+
+/** backup DIR: from the running server (GET /admin/v1/backup), or from the store itself when none runs. */
+async function backup(config: Config, dir: string | undefined): Promise<unknown> {
+  if (!dir) throw new Error('backup: missing DIR (the folder to write the backup into)');
+  if (config.databaseUrl) throw new Error('with DATABASE_URL, back up PostgreSQL with pg_dump (docs/deploy.md); backup covers the embedded store');
+  let tarball: Uint8Array;
+  const server = runningServer(config);
+  if (server) {
+    const res = await fetch(new URL('/admin/v1/backup', server.url), { headers: { authorization: `Bearer ${server.token}` } });
+    if (!res.ok) throw new Error(`the server answered ${res.status}: ${await res.text()}`);
+    tarball = new Uint8Array(await res.arrayBuffer());
+  } else {
+    const db = await openDb({ dataDir: config.dataDir, poolSize: 1 });
+    try {
+      tarball = await db.dumpDataDir!();
+    } finally {
+      await db.close();
+    }
+  }
+  mkdirSync(dir, { recursive: true });
+  const file = resolve(dir, `tally-backup-${new Date().toISOString().replace(/[:.]/g, '-')}.tar.gz`);
+  writeFileSync(file, tarball, { mode: 0o600 });
+  return { backup: file, bytes: tarball.byteLength, from: server ? server.url : config.dataDir };
+}
+
+/** restore FILE: into DATA_DIR/pg, with no server running; what was there is moved aside, never deleted. */
+async function restore(config: Config, file: string | undefined): Promise<unknown> {
+  if (!file) throw new Error('restore: missing FILE (a backup written by npm run admin -- backup)');
+  if (config.databaseUrl) throw new Error('with DATABASE_URL, restore PostgreSQL with pg_restore or psql (docs/deploy.md)');
+  const owner = embeddedOwner(config.dataDir);
+  if (owner) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir}: stop it before restoring`);
+  const tarball = readFileSync(file);
+  const pgDir = join(config.dataDir, 'pg');
+  let previous: string | null = null;
+  if (existsSync(pgDir) && readdirSync(pgDir).length > 0) {
+    previous = `${pgDir}.before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(pgDir, previous);
+  }
+  await restorePglite(pgDir, tarball);
+  return { restored: resolve(file), data_dir: resolve(config.dataDir), previous };
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -121,8 +181,12 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
-  const call = route(command, args, values);
   const config = loadConfig();
+  if (command === 'backup' || command === 'restore') {
+    console.log(JSON.stringify(await (command === 'backup' ? backup : restore)(config, args[0]), null, 2));
+    return 0;
+  }
+  const call = route(command, args, values);
 
   const owner = config.databaseUrl ? undefined : embeddedOwner(config.dataDir);
   const url = values.url ?? (owner ? readServerUrl(config.dataDir) : undefined);

@@ -42,6 +42,12 @@ export interface Db extends Queryable {
   catalogRead<T>(key: string, load: () => Promise<T>, cacheIf?: (value: T) => boolean): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Embedded store only: a gzipped tar of its data directory, consistent (taken between two
+   * statements, after a checkpoint) while the server keeps serving. A PostgreSQL server is backed
+   * up with its own tools (pg_dump; docs/deploy.md).
+   */
+  dumpDataDir?(): Promise<Uint8Array>;
 }
 
 /** Advisory lock keys: one per background job, and one for migrations. */

@@ -75,6 +75,19 @@ function groupSync(run: () => Promise<void>): () => Promise<void> {
 
 type Reply = { id: number; result?: unknown; error?: { message: string; code?: string; detail?: string }; catalogChanged?: boolean };
 
+/**
+ * Fills an empty data directory from a backup (Db.dumpDataDir's tarball). Runs PGlite on this
+ * thread: restore is an offline operation, with no server owning the folder.
+ */
+export async function restorePglite(dataDir: string, tarball: Uint8Array): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  mkdirSync(dataDir, { recursive: true });
+  const pg = new PGlite({ dataDir, loadDataDir: new Blob([new Uint8Array(tarball)]) });
+  await pg.waitReady;
+  await pg.query('SELECT 1');
+  await pg.close();
+}
+
 export async function openPglite(dataDir: string | undefined, syncOnCommit: boolean): Promise<Db> {
   if (dataDir && !existsSync(dataDir)) mkdirSync(dataDir, { recursive: true });
   const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { workerData: { dataDir, syncOnCommit } });
@@ -259,6 +272,7 @@ export async function openPglite(dataDir: string | undefined, syncOnCommit: bool
     async ping() {
       await db.query('SELECT 1');
     },
+    dumpDataDir: () => exclusive(async () => (await call('dump')) as Uint8Array),
     async close() {
       if (closed) return;
       if (checkpointTimer) clearInterval(checkpointTimer);
