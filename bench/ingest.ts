@@ -1,7 +1,7 @@
 // Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same events insert (eventsInsertSql, as its own statement and transaction, as the server's batch write runs it), no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
 //        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--profile DIR] [--store-alone]   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md)
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -216,28 +216,36 @@ async function freePort(): Promise<number> {
   await new Promise((r) => s.close(r));
   return p;
 }
+let accessLines = 0;
 function startServer(): ChildProcess {
   const plansFile = join(tmp, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
+  // LOG_LEVEL=info (with ACCESS_LOG on, the default) measures the access log's cost; warn leaves it out.
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
   // The rollup job folds every new event once a minute; it is its own cost, kept out of the ingest measurement unless --rollups.
   env.ROLLUP_INTERVAL_SECONDS = opt.rollups ? (process.env.ROLLUP_INTERVAL_SECONDS ?? '60') : '86400';
   if (STORE === 'postgres') env.DATABASE_URL = DATABASE_URL;
   else delete env.DATABASE_URL;
   const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  // The server's log lines go to our stderr (our stdout ends with the JSON line); its first-start banner is dropped.
-  createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('{') && process.stderr.write(`server: ${line}\n`));
+  // The built server, as `npm start` runs it (dist/, built just now from src/).
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  const child = spawn(process.execPath, [...prof, 'dist/server.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The server's log lines go to our stderr (our stdout ends with the JSON line), but for the access log's, which
+  // are only counted; its first-start banner is dropped.
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.includes('"msg":"request"')) accessLines++;
+    else if (line.startsWith('{')) process.stderr.write(`server: ${line}\n`);
+  });
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
   return child;
 }
 async function waitReady(): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  fail('server not ready after 30 s');
+  fail('server not ready after 120 s');
 }
 
 async function main(): Promise<void> {
@@ -258,6 +266,9 @@ async function main(): Promise<void> {
   await api('POST', '/v1/products', adminKey, { slug: 'desktop-app', name: 'Desktop app' });
   const rawTenant = uuidv7();
   const rawProduct = uuidv7();
+  await new Promise((r) => setTimeout(r, 2000));
+  const idleRss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  console.log(`server idle (started, a tenant and a product made): VmRSS ${r0(idleRss)} MB`);
 
   const big = Array.from({ length: 16 }, () => makeTemplate(1000, 'desktop-app', rawProduct));
   const small = Array.from({ length: 16 }, () => makeTemplate(100, 'desktop-app', rawProduct));
@@ -324,7 +335,7 @@ async function main(): Promise<void> {
   const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
-  console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
+  console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; access log lines ${accessLines}; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
   if (shown.usage.events !== acked || counted !== acked || duplicatesSeen > 0) console.log(`WARNING: counted ${counted}, acknowledged ${acked} and stored ${shown.usage.events} should all agree, with no duplicates`);
 
   server.removeAllListeners('exit');
@@ -337,7 +348,7 @@ async function main(): Promise<void> {
 
   const events = median(httpRates), rawRate = median(rawRates);
   console.log(`medians of ${RUNS}: http ${httpRates.map(r0).join(', ')} → ${r0(events)}; raw ${rawRates.map(r0).join(', ')} → ${r0(rawRate)}; p99 100-event ${p99s.map((p) => p.toFixed(1)).join(', ')} ms`);
-  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024) }));
+  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024), rss_peak_mb: r0(kbOf('VmHWM') / 1024), rss_idle_mb: r0(idleRss) }));
 }
 
 main().catch((err: unknown) => {

@@ -2,6 +2,8 @@ import { mkdirSync, existsSync } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { StoreUnavailableError } from '../errors.js';
 import type { Db, Queryable } from './db.js';
 
@@ -88,9 +90,28 @@ export async function restorePglite(dataDir: string, tarball: Uint8Array): Promi
   await pg.close();
 }
 
+/** PostgreSQL's shared buffers in the embedded store (its default, 128 MB, is resident once touched). */
+const SHARED_BUFFERS_MB = 16;
+
+/** A new data directory's initdb and migrations, in a process that ends with them (pglite-init.mjs says why). */
+async function initialise(dataDir: string): Promise<void> {
+  const script = fileURLToPath(new URL('./pglite-init.mjs', import.meta.url));
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [script, dataDir, String(SHARED_BUFFERS_MB)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initialising the embedded store in ${dataDir} failed: ${err.trim().split('\n').pop() ?? code}`))));
+  });
+}
+
 export async function openPglite(dataDir: string | undefined, syncOnCommit: boolean): Promise<Db> {
   if (dataDir && !existsSync(dataDir)) mkdirSync(dataDir, { recursive: true });
-  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { workerData: { dataDir, syncOnCommit } });
+  if (dataDir && !existsSync(join(dataDir, 'PG_VERSION'))) {
+    await initialise(dataDir);
+    if (syncOnCommit) await fsyncTree(dataDir);
+  }
+  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { workerData: { dataDir, syncOnCommit, sharedBuffersMb: SHARED_BUFFERS_MB } });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let nextId = 1;
   let closed = false;
