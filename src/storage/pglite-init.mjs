@@ -1,4 +1,5 @@
 // @ts-check
+/* global process */
 // A new embedded store's initdb and migrations, in a process of its own: pglite.ts runs it before
 // the store's worker thread opens the folder. initdb and the migrations' DDL grow PGlite's
 // WebAssembly memory by some 500 MB that no later statement reuses and that WebAssembly never
