@@ -3,7 +3,7 @@
 //        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--rollups-duration 180] [--backlog 1000000] [--profile DIR] [--store-alone]
 //   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md). --rollups: the same HTTP load again on a server with the
 //   rollup job at its default interval, the read model's lag every 5 s, and the database time to fold a backlog of --backlog events.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -224,29 +224,37 @@ async function freePort(): Promise<number> {
   return p;
 }
 let current: ChildProcess | undefined; // killed if the bench fails: a server left running would keep folding into later runs
+let accessLines = 0;
 function startServer(rollups = false): ChildProcess {
   const plansFile = join(tmp, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
+  // LOG_LEVEL=info (with ACCESS_LOG on, the default) measures the access log's cost; warn leaves it out.
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
   // The rollup job folds every new event once a minute; it is its own cost, kept out of the ingest measurement unless --rollups.
   env.ROLLUP_INTERVAL_SECONDS = rollups ? (process.env.ROLLUP_INTERVAL_SECONDS ?? '60') : '86400';
   if (STORE === 'postgres') env.DATABASE_URL = DATABASE_URL;
   else delete env.DATABASE_URL;
   const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
-  const child = killOnExit(spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  // The built server, as `npm start` runs it (dist/, built just now from src/).
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  const child = killOnExit(spawn(process.execPath, [...prof, 'dist/server.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] }));
   current = child;
-  // The server's log lines go to our stderr (our stdout ends with the JSON line); its first-start banner is dropped.
-  createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('{') && process.stderr.write(`server: ${line}\n`));
+  // The server's log lines go to our stderr (our stdout ends with the JSON line), but for the access log's, which
+  // are only counted; its first-start banner is dropped.
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.includes('"msg":"request"')) accessLines++;
+    else if (line.startsWith('{')) process.stderr.write(`server: ${line}\n`);
+  });
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
   return child;
 }
 async function waitReady(): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  fail('server not ready after 30 s');
+  fail('server not ready after 120 s');
 }
 
 async function main(): Promise<void> {
@@ -267,6 +275,9 @@ async function main(): Promise<void> {
   await api('POST', '/v1/products', adminKey, { slug: 'desktop-app', name: 'Desktop app' });
   const rawTenant = uuidv7();
   const rawProduct = uuidv7();
+  await new Promise((r) => setTimeout(r, 2000));
+  const idleRss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  console.log(`server idle (started, a tenant and a product made): VmRSS ${r0(idleRss)} MB`);
 
   const big = Array.from({ length: 16 }, () => makeTemplate(1000, 'desktop-app', rawProduct));
   const small = Array.from({ length: 16 }, () => makeTemplate(100, 'desktop-app', rawProduct));
@@ -371,7 +382,7 @@ async function main(): Promise<void> {
   const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
-  console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
+  console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; access log lines ${accessLines}; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
   if (shown.usage.events !== acked || counted !== acked || duplicatesSeen > 0) console.log(`WARNING: counted ${counted}, acknowledged ${acked} and stored ${shown.usage.events} should all agree, with no duplicates`);
 
   server.removeAllListeners('exit');
@@ -398,7 +409,7 @@ async function main(): Promise<void> {
     ...(fold && { fold_us_per_event: fold.us_per_event, fold_backlog_events: fold.events }),
   };
   if (on) console.log(`rollups: http ${on.rates.map(r0).join(', ')} → ${r0(median(on.rates))} vs ${r0(events)} off; backlog ${on.backlog} visible after ${on.catchUp ?? 'never'} s; steady lag samples ${on.steady.map((x) => x.toFixed(0)).join(' ')}`);
-  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024), ...readModel }));
+  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024), rss_peak_mb: r0(kbOf('VmHWM') / 1024), rss_idle_mb: r0(idleRss), ...readModel }));
 }
 
 main().catch((err: unknown) => {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { billingState, billableOverage, retryAfterSeconds, type BillingInput, type BillingSettings } from '../src/domain/billing.js';
-import { DEFAULT_PLANS, type PlanName } from '../src/domain/plans.js';
+import { DEFAULT_PLANS, type LimitedPlanName, type PlanName } from '../src/domain/plans.js';
 
 const settings: BillingSettings = { quotaGraceHours: 72, cancelGraceHours: 168 };
 const HOUR = 3_600_000;
@@ -256,7 +256,7 @@ describe('retryAfterSeconds', () => {
 
 describe('billing state: properties', () => {
   const instant = fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2030, 0, 1) }).map((ms) => new Date(ms));
-  const plan = fc.constantFrom<PlanName>(...(Object.keys(DEFAULT_PLANS) as PlanName[]));
+  const plan = fc.constantFrom<LimitedPlanName>('trial', 'starter', 'pro', 'business', 'enterprise');
   // Anchor up to ~2 years and the exhaustion up to 40 days before now, usage around the allotment,
   // so that every branch (grace, block, stale stamp, charge) is drawn.
   const tenantAt = fc.record({
@@ -272,7 +272,7 @@ describe('billing state: properties', () => {
     fc.assert(
       fc.property(tenantAt, ({ plan: p, now, anchorBack, stampBack, usedFactor }) => {
         const stamp = plus(now, -stampBack);
-        const used = Math.floor(DEFAULT_PLANS[p].monthly_events * usedFactor);
+        const used = Math.floor(DEFAULT_PLANS[p].monthly_events! * usedFactor);
         const input = tenant(p, { cycleAnchor: plus(now, -anchorBack), trialEndsAt: null, usedThisCycle: used, quotaExhaustedAt: stamp });
         const state = billingState(input, settings, now);
         if (DEFAULT_PLANS[p].policy === 'charge') assert.deepEqual(state, accepting(billableOverage(DEFAULT_PLANS[p], used)));
@@ -288,5 +288,36 @@ describe('billing state: properties', () => {
       { numRuns: 500 },
     );
     assert.ok(blocks > 0, 'the generator never reached a block');
+  });
+});
+
+describe('billing state: the unlimited plan', () => {
+  it('is never blocked, whatever its usage, stamp, trial end or cancellation, and never has overage', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2030, 0, 1) }),
+        fc.integer({ min: 0, max: 2_000_000_000 }),
+        fc.boolean(),
+        fc.boolean(),
+        (nowMs, used, cancelled, stamped) => {
+          const now = new Date(nowMs);
+          const input = tenant('unlimited', {
+            usedThisCycle: used,
+            quotaExhaustedAt: stamped ? plus(now, -100 * DAY) : null,
+            subscriptionStatus: cancelled ? 'cancelled' : 'active',
+            cancelledAt: cancelled ? plus(now, -365 * DAY) : null,
+            trialEndsAt: plus(now, -DAY),
+          });
+          assert.deepEqual(billingState(input, settings, now), accepting(0));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('has no allotment and no overage', () => {
+    assert.equal(DEFAULT_PLANS.unlimited.monthly_events, null);
+    assert.equal(DEFAULT_PLANS.unlimited.requests_per_minute, null);
+    assert.equal(billableOverage(DEFAULT_PLANS.unlimited, 5_000_000_000), 0);
   });
 });

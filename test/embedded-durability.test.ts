@@ -23,7 +23,7 @@ describe('embedded store durability', { skip }, () => {
     try {
       const env = { DATA_DIR: dir, ADMIN_TOKEN: ADMIN };
       let server = await startServer(env);
-      assert.match(server.output(), /First start: created a demo tenant/);
+      await server.printed('First start: created a demo tenant');
       const created = await json(`${server.url}/admin/v1/tenants`, { method: 'POST', body: JSON.stringify({ name: 'd', plan: 'enterprise' }) });
       const admin = created.body.api_keys.find((k: { permissions: string[] }) => k.permissions.length === 4).key;
       await json(`${server.url}/v1/products`, { method: 'POST', key: admin, body: JSON.stringify({ slug: 'app' }) });

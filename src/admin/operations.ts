@@ -5,7 +5,8 @@ import { tenantBilling } from '../storage/billing-state.js';
 import { PERMISSIONS, type Permission } from '../domain/keys.js';
 import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
 import type { Db } from '../storage/db.js';
-import { getTenant, insertApiKey, insertTenant, revokeApiKey, updateTenant, type IssuedKey, type TenantRow } from '../storage/tenants.js';
+import { decodeCursor, encodeCursor } from '../domain/cursor.js';
+import { getTenant, insertApiKey, insertTenant, listTenants as listTenantRows, revokeApiKey, updateTenant, type IssuedKey, type TenantRow } from '../storage/tenants.js';
 
 // The operator's operations, shared by /admin/v1 and `npm run admin`.
 export interface AdminDeps {
@@ -26,8 +27,9 @@ export interface TenantView {
   subscription_status: 'active' | 'cancelled';
   cancelled_at: string | null;
   account_context_enabled: boolean;
+  event_retention_days: number | null;
   created_at: string;
-  usage: { period_start: string; period_end: string; events: number; allotment: number; overage: number };
+  usage: { period_start: string; period_end: string; events: number; allotment: number | null; overage: number };
 }
 
 
@@ -44,6 +46,7 @@ export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantV
     subscription_status: t.subscription_status,
     cancelled_at: t.cancelled_at,
     account_context_enabled: t.account_context_enabled,
+    event_retention_days: t.event_retention_days,
     created_at: t.created_at,
     usage: {
       period_start: period.start.toISOString(),
@@ -81,14 +84,26 @@ export async function createTenant(deps: AdminDeps, input: { name: string; plan:
   return { tenant: await tenantView(deps, tenant), api_keys: keys };
 }
 
+/** Every tenant, oldest first, a page at a time: how an operator finds the demo tenant whose keys were lost. */
+export async function listTenants(deps: AdminDeps, opts: { limit?: number | undefined; cursor?: string | undefined }): Promise<{ data: TenantView[]; next_cursor: string | null }> {
+  const limit = opts.limit ?? 50;
+  const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor, ['uuid'] as const)?.[0];
+  if (opts.cursor !== undefined && after === undefined) {
+    throw new AppError(400, 'validation_error', 'cursor: not a cursor this API gave', { errors: [{ field: 'cursor', message: 'invalid' }] });
+  }
+  const rows = await listTenantRows(deps.db, { after, limit: limit + 1 });
+  const data = await Promise.all(rows.slice(0, limit).map((t) => tenantView(deps, t)));
+  return { data, next_cursor: rows.length > limit ? encodeCursor([data[data.length - 1]!.id]) : null };
+}
+
 export async function showTenant(deps: AdminDeps, id: string): Promise<TenantView> {
   return tenantView(deps, await requireTenant(deps, id));
 }
 
-export async function patchTenant(deps: AdminDeps, id: string, patch: { plan?: PlanName; account_context_enabled?: boolean }): Promise<TenantView> {
+export async function patchTenant(deps: AdminDeps, id: string, patch: { plan?: PlanName; account_context_enabled?: boolean; event_retention_days?: number | null }): Promise<TenantView> {
   await requireTenant(deps, id);
   // Only the settable fields are passed on, whatever else the caller's object holds.
-  const t = await updateTenant(deps.db, id, { plan: patch.plan, account_context_enabled: patch.account_context_enabled });
+  const t = await updateTenant(deps.db, id, { plan: patch.plan, account_context_enabled: patch.account_context_enabled, event_retention_days: patch.event_retention_days });
   return tenantView(deps, t!);
 }
 

@@ -41,6 +41,7 @@ const HOUR_MS = 3_600_000;
 
 /** Events past the allotment that are billed: charge plans only (SPEC: cap-plan overage is not billable). */
 export function billableOverage(planConfig: Plan, used: number): number {
+  if (planConfig.monthly_events === null) return 0;
   return planConfig.policy === 'charge' ? Math.max(0, used - planConfig.monthly_events) : 0;
 }
 
@@ -57,6 +58,9 @@ export function billableOverage(planConfig: Plan, used: number): number {
 export function billingState(input: BillingInput, settings: BillingSettings, now: Date): BillingState {
   const t = now.getTime();
 
+  // The self-hosting plan (CONTRACT.md): never blocked, whatever the subscription says.
+  if (input.plan === 'unlimited') return { state: 'accepting', overage: 0 };
+
   if (input.subscriptionStatus === 'cancelled') {
     // A cancellation without its time cannot be given a grace period that we can place on the
     // clock; the row is inconsistent, and a cancelled subscription is not paying, so block.
@@ -69,7 +73,8 @@ export function billingState(input: BillingInput, settings: BillingSettings, now
     return { state: 'blocked', reason: 'trial_expired', retryAt: null };
   }
 
-  if (input.planConfig.policy === 'cap' && input.usedThisCycle >= input.planConfig.monthly_events) {
+  const allotment = input.planConfig.monthly_events;
+  if (input.planConfig.policy === 'cap' && allotment !== null && input.usedThisCycle >= allotment) {
     const period = billingPeriod(input.cycleAnchor, now);
     // A stamp from an earlier cycle belongs to a cycle that has ended: the new cycle starts
     // fresh. With no stamp for this cycle (not recorded yet, or the caller passed a stale

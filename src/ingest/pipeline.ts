@@ -33,7 +33,7 @@ export interface BatchInput {
   receivedAt: Date;
   /** The billing period the new events count in, and the plan's allotment: reaching it stamps the tenant. */
   periodStart: Date;
-  allotment: number;
+  allotment: number | null;
   elements: unknown[];
 }
 

@@ -10,7 +10,7 @@ export interface BatchWrite {
   apiKeyId: string;
   receivedAt: Date;
   periodStart: Date;
-  allotment: number;
+  allotment: number | null;
   events: AdmittedEvent[];
   rejected: { raw: unknown; rejection: Rejection }[];
   register: VersionRef[];

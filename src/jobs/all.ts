@@ -1,4 +1,6 @@
 import type { Config } from '../config.js';
+import type { Plans } from '../domain/plans.js';
+import { actorErasureJob, eventRetentionJob } from './data-rights.js';
 import { deadLetterRetentionJob } from './dead-letter-retention.js';
 import { productPurgeJob } from './product-purge.js';
 import { rollupJob } from './rollups.js';
@@ -6,7 +8,7 @@ import type { Job } from './runner.js';
 import { sessionTimeoutJob } from './session-timeouts.js';
 
 /** Every background job a server process runs (each in one process at a time). */
-export function backgroundJobs(config: Config): Job[] {
+export function backgroundJobs(config: Config, plans: Plans): Job[] {
   return [
     deadLetterRetentionJob(config.deadLetterRetentionDays),
     productPurgeJob(),
@@ -15,5 +17,7 @@ export function backgroundJobs(config: Config): Job[] {
     // starting narrow (a slice is one statement there, and a request waits for the whole of it), widening
     // from the time each takes. Each transaction id there is one batch of up to 1000 events.
     config.databaseUrl ? rollupJob(config.rollupIntervalSeconds, 10_000) : rollupJob(config.rollupIntervalSeconds, 250, 4),
+    actorErasureJob(),
+    eventRetentionJob(config.eventRetentionDays, plans),
   ];
 }

@@ -13,6 +13,8 @@ export const LOCKS = {
   sessionTimeouts: 7_100_003,
   rollups: 7_100_004,
   retention: 7_100_005,
+  eventRetention: 7_100_030,
+  actorErasures: 7_100_031,
 } as const;
 
 export interface OpenOptions {

@@ -10,7 +10,7 @@ export interface EventBatchWrite {
   receivedAt: Date;
   /** The billing period the new events are counted in, and the plan's allotment for it. */
   periodStart: Date;
-  allotment: number;
+  allotment: number | null;
   /** Accepted events, sorted by event_id so that concurrent batches lock in one order. */
   events: EventRecord[];
   letters: DeadLetter[];

@@ -39,6 +39,12 @@ export interface Db extends Queryable {
   tryWithLock<T>(key: number, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined>;
   /** Runs fn holding the advisory lock, waiting for it. */
   withLock<T>(key: number, fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Embedded store only: a gzipped tar of its data directory, consistent (taken between two
+   * statements, after a checkpoint) while the server keeps serving. A PostgreSQL server is backed
+   * up with its own tools (pg_dump; docs/deploy.md).
+   */
+  dumpDataDir?(): Promise<Uint8Array>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

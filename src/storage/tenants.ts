@@ -20,6 +20,8 @@ export interface TenantRow {
   /** When usage first reached the allotment, in the cycle that starts at quota_period_start. */
   quota_exhausted_at: string | null;
   quota_period_start: string | null;
+  /** Days of raw events kept; null = the plan's setting, then EVENT_RETENTION_DAYS. */
+  event_retention_days: number | null;
 }
 
 export interface IssuedKey {
@@ -30,7 +32,7 @@ export interface IssuedKey {
 }
 
 const COLUMNS = `id, name, plan, account_context_enabled, subscription_status, cancelled_at, trial_ends_at,
-  cycle_anchor, created_at, updated_at, quota_exhausted_at, quota_period_start`;
+  cycle_anchor, created_at, updated_at, quota_exhausted_at, quota_period_start, event_retention_days`;
 
 function toTenant(r: Record<string, unknown>): TenantRow {
   return {
@@ -46,6 +48,7 @@ function toTenant(r: Record<string, unknown>): TenantRow {
     updated_at: iso(r.updated_at)!,
     quota_exhausted_at: iso(r.quota_exhausted_at),
     quota_period_start: iso(r.quota_period_start),
+    event_retention_days: (r.event_retention_days as number | null) ?? null,
   };
 }
 
@@ -66,6 +69,15 @@ export async function getTenant(q: Queryable, tenantId: string): Promise<TenantR
   return rows[0] ? toTenant(rows[0]) : undefined;
 }
 
+/** Tenants in creation order (ids are UUIDv7), after the id `after`; limit + 1 rows tell whether more follow. */
+export async function listTenants(q: Queryable, opts: { after?: string | undefined; limit: number }): Promise<TenantRow[]> {
+  const rows = await q.query(
+    `SELECT ${COLUMNS} FROM tenants WHERE ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
+    [opts.after ?? null, opts.limit],
+  );
+  return rows.map(toTenant);
+}
+
 export async function countTenants(q: Queryable): Promise<number> {
   const [row] = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants');
   return row?.n ?? 0;
@@ -77,6 +89,7 @@ export interface TenantPatch {
   cancelled_at?: Date | null;
   trial_ends_at?: Date | null;
   account_context_enabled?: boolean;
+  event_retention_days?: number | null;
 }
 
 /**
@@ -92,6 +105,7 @@ export async function updateTenant(q: Queryable, tenantId: string, patch: Tenant
         cancelled_at = CASE WHEN $6 THEN $7::timestamptz ELSE cancelled_at END,
         trial_ends_at = CASE WHEN $8 THEN $9::timestamptz ELSE trial_ends_at END,
         account_context_enabled = CASE WHEN $10 THEN $11::boolean ELSE account_context_enabled END,
+        event_retention_days = CASE WHEN $12 THEN $13::int ELSE event_retention_days END,
         updated_at = now()
       WHERE id = $1 RETURNING ${COLUMNS}`,
     [
@@ -106,6 +120,8 @@ export async function updateTenant(q: Queryable, tenantId: string, patch: Tenant
       patch.trial_ends_at ?? null,
       has('account_context_enabled'),
       patch.account_context_enabled ?? null,
+      has('event_retention_days'),
+      patch.event_retention_days ?? null,
     ],
   );
   return rows[0] ? toTenant(rows[0]) : undefined;

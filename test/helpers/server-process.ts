@@ -18,6 +18,8 @@ export interface ServerProcess {
   child: ChildProcess;
   url: string;
   output: () => string;
+  /** Resolves once the output holds `text` (the first start's banner follows readiness by a moment). */
+  printed(text: string, timeoutMs?: number): Promise<void>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -50,6 +52,13 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
     child,
     url,
     output: () => out,
+    async printed(text, ms = 30_000) {
+      const until = Date.now() + ms;
+      while (!out.includes(text)) {
+        if (Date.now() > until) throw new Error(`"${text}" not printed: ${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       return exited;

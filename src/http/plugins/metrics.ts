@@ -1,4 +1,7 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { unauthorized } from '../../errors.js';
+import { bearerToken } from './auth.js';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 // Prometheus metrics. No tenant labels: their number is unbounded.
@@ -8,7 +11,10 @@ export interface Metrics {
   rejected: Counter<'reason'>;
 }
 
-export function registerMetrics(app: FastifyInstance): Metrics {
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** With METRICS_TOKEN set, /metrics needs it as a Bearer token; without it, /metrics is open (bind HOST to a private address then). */
+export function registerMetrics(app: FastifyInstance, token?: string): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const accepted = new Counter({ name: 'tally_events_accepted_total', help: 'Events accepted (duplicates included)', registers: [registry] });
@@ -26,7 +32,13 @@ export function registerMetrics(app: FastifyInstance): Metrics {
       reply.elapsedTime / 1000,
     );
   });
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  const expected = token ? digest(token) : undefined;
+  const onRequest = async (request: import('fastify').FastifyRequest) => {
+    if (!expected) return;
+    const given = bearerToken(request);
+    if (!given || !timingSafeEqual(digest(given), expected)) throw unauthorized('GET /metrics needs the METRICS_TOKEN as a Bearer token');
+  };
+  app.get('/metrics', { schema: { hide: true }, onRequest }, async (_request, reply) => {
     reply.type(registry.contentType).send(await registry.metrics());
   });
   return { registry, accepted, rejected };

@@ -70,6 +70,7 @@ export function rateLimitEvents(limiter: RateLimiter, plans: Plans): onRequestAs
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const { tenant } = principalOf(request);
     const limit = plans[tenant.plan].requests_per_minute;
+    if (limit === null) return; // the unlimited plan
     const verdict = await limiter.hit(tenant.id, limit);
     if (!verdict.allowed) {
       holdRefusal(

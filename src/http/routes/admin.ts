@@ -1,11 +1,11 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
-import { unauthorized } from '../../errors.js';
+import { AppError, unauthorized } from '../../errors.js';
 import * as ops from '../../admin/operations.js';
 import type { App, AppContext } from '../context.js';
 import { bearerToken } from '../plugins/auth.js';
-import { problems } from '../schemas/common.js';
+import { page, Pagination, problems } from '../schemas/common.js';
 import { CreateKey, CreateTenant, IssuedKey, PatchTenant, Tenant } from '../schemas/admin.js';
 
 const tags = ['operator'];
@@ -35,6 +35,11 @@ export function adminRoutes(app: App, ctx: AppContext): void {
     async (request, reply) => reply.code(201).send(await ops.createTenant(deps, request.body)),
   );
   app.get(
+    '/admin/v1/tenants',
+    { onRequest: requireAdmin, schema: { summary: 'Every tenant, oldest first', tags, security, querystring: Pagination, response: { 200: page(Tenant), ...problems(400, 401) } } },
+    async (request) => ops.listTenants(deps, request.query),
+  );
+  app.get(
     '/admin/v1/tenants/:id',
     { onRequest: requireAdmin, schema: { summary: 'A tenant with its billing state and usage', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } } },
     async (request) => ops.showTenant(deps, request.params.id),
@@ -58,6 +63,24 @@ export function adminRoutes(app: App, ctx: AppContext): void {
     '/admin/v1/tenants/:id/keys',
     { onRequest: requireAdmin, schema: { summary: 'Issue an API key (shown once)', tags, security, params: TenantParams, body: CreateKey, response: { 201: IssuedKey, ...problems(400, 401, 404) } } },
     async (request, reply) => reply.code(201).send(await ops.issueKey(deps, request.params.id, request.body)),
+  );
+  app.get(
+    '/admin/v1/backup',
+    {
+      onRequest: requireAdmin,
+      schema: {
+        summary: 'A backup of the embedded store (gzipped tar of its data directory)',
+        description: 'Consistent while the server serves. With DATABASE_URL: 409 not_supported; back up PostgreSQL with pg_dump (docs/deploy.md).',
+        tags,
+        security,
+        response: { 200: { description: 'application/gzip', content: { 'application/gzip': { schema: Type.String({ format: 'binary' }) } } }, ...problems(401, 409) },
+      },
+    },
+    async (_request, reply) => {
+      if (!ctx.db.dumpDataDir) throw new AppError(409, 'not_supported', 'this server uses PostgreSQL (DATABASE_URL): back it up with pg_dump');
+      const tarball = await ctx.db.dumpDataDir();
+      return reply.type('application/gzip').send(Buffer.from(tarball.buffer, tarball.byteOffset, tarball.byteLength) as never);
+    },
   );
   app.delete(
     '/admin/v1/tenants/:id/keys/:keyId',

@@ -43,7 +43,7 @@ async function syncWalFiles(walDir: string, retry = true): Promise<void> {
  * cannot be synced (removed meanwhile, a socket) does not stop the pass: it is logged and the pass
  * goes on, since the rest of the tree still has to reach the disk.
  */
-async function fsyncTree(dir: string, log: StoreLog): Promise<void> {
+export async function fsyncTree(dir: string, log: StoreLog): Promise<void> {
   const skip = (path: string) => (err: unknown) => log.warn({ err, path }, 'embedded store: fsync after a checkpoint skipped a file');
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);

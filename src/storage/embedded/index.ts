@@ -1,8 +1,11 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Catalog } from '../catalog.js';
 import type { Db, Queryable, StoreLog } from '../store.js';
 import { createCatalogCache } from './cache.js';
-import { createDurability } from './durability.js';
+import { createDurability, fsyncTree } from './durability.js';
 import { startWorker } from './rpc.js';
 import { createLanes, type Take } from './scheduling.js';
 
@@ -21,11 +24,43 @@ export interface EmbeddedOptions {
   log: StoreLog;
 }
 
+/** PostgreSQL's shared buffers in the embedded store (its default, 128 MB, is resident once touched). */
+const SHARED_BUFFERS_MB = 16;
+
+/** A new data directory's initdb and migrations, in a process that ends with them (init.mjs says why). */
+async function initialise(dataDir: string): Promise<void> {
+  const script = fileURLToPath(new URL('./init.mjs', import.meta.url));
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [script, dataDir, String(SHARED_BUFFERS_MB)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initialising the embedded store in ${dataDir} failed: ${err.trim().split('\n').pop() ?? code}`))));
+  });
+}
+
+/**
+ * Fills an empty data directory from a backup (Db.dumpDataDir's tarball). Runs PGlite on this
+ * thread: restore is an offline operation, with no server owning the folder.
+ */
+export async function restorePglite(dataDir: string, tarball: Uint8Array): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  mkdirSync(dataDir, { recursive: true });
+  const pg = new PGlite({ dataDir, loadDataDir: new Blob([new Uint8Array(tarball)]) });
+  await pg.waitReady;
+  await pg.query('SELECT 1');
+  await pg.close();
+}
+
 export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; catalog: Catalog }> {
   const { dataDir, log } = opts;
   if (dataDir && !existsSync(dataDir)) mkdirSync(dataDir, { recursive: true });
+  if (dataDir && !existsSync(join(dataDir, 'PG_VERSION'))) {
+    await initialise(dataDir);
+    if (opts.syncOnCommit) await fsyncTree(dataDir, log);
+  }
   const catalog = createCatalogCache();
-  const rpc = await startWorker({ dataDir, syncOnCommit: opts.syncOnCommit, onCatalogChange: catalog.changed, log });
+  const rpc = await startWorker({ dataDir, syncOnCommit: opts.syncOnCommit, sharedBuffersMb: SHARED_BUFFERS_MB, onCatalogChange: catalog.changed, log });
   const lanes = createLanes();
 
   // Straight to the worker: for whoever already holds a turn.
@@ -81,6 +116,7 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; cat
     async ping() {
       await db.query('SELECT 1');
     },
+    dumpDataDir: () => lanes.exclusive(async () => (await rpc.call('dump')) as Uint8Array),
     async close() {
       if (rpc.closed) return;
       durability.stop();

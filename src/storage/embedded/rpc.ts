@@ -7,7 +7,7 @@ import type { StoreLog } from '../store.js';
 // in order (with two lanes: see worker.mjs), so statements sent back to back are pipelined.
 
 /** What the worker runs: one statement, one statement that is a batch's write, a script, or close. */
-export type Op = 'query' | 'write' | 'exec' | 'close';
+export type Op = 'query' | 'write' | 'exec' | 'close' | 'dump';
 
 type Reply = { id: number; result?: unknown; error?: { message: string; code?: string; detail?: string }; catalogChanged?: boolean };
 
@@ -21,6 +21,8 @@ export interface Rpc {
 export interface RpcOptions {
   dataDir: string | undefined;
   syncOnCommit: boolean;
+  /** PostgreSQL's shared_buffers in the worker. */
+  sharedBuffersMb: number;
   /** Called before the answer to a statement (or COMMIT) that committed a change to the catalog resolves. */
   onCatalogChange: () => void;
   log: StoreLog;
@@ -28,7 +30,7 @@ export interface RpcOptions {
 
 /** Starts the worker and resolves once PGlite is open and listening for catalog changes. */
 export async function startWorker(opts: RpcOptions): Promise<Rpc> {
-  const worker = new Worker(new URL('./worker.mjs', import.meta.url), { workerData: { dataDir: opts.dataDir, syncOnCommit: opts.syncOnCommit } });
+  const worker = new Worker(new URL('./worker.mjs', import.meta.url), { workerData: { dataDir: opts.dataDir, syncOnCommit: opts.syncOnCommit, sharedBuffersMb: opts.sharedBuffersMb } });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let nextId = 1;
   let closed = false;

@@ -6,8 +6,8 @@ import { setImmediate } from 'node:timers';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 
-/** @type {{ dataDir?: string, syncOnCommit: boolean }} */
-const { dataDir, syncOnCommit } = workerData;
+/** @type {{ dataDir?: string, syncOnCommit: boolean, sharedBuffersMb: number }} */
+const { dataDir, syncOnCommit, sharedBuffersMb } = workerData;
 if (!parentPort) throw new Error('the embedded store worker must run as a worker thread');
 const port = parentPort;
 
@@ -17,7 +17,12 @@ const pg = new PGlite({
   // With fsync off, a checkpoint lets PostgreSQL recycle WAL whose pages may not be on disk yet.
   // So checkpoints are ours: rare on their own, and each of ours is followed by a full fsync pass
   // (durability.ts, from the main thread).
-  ...(dataDir && syncOnCommit ? { postgresqlconf: ['checkpoint_timeout = 1d', 'max_wal_size = 2GB'] } : {}),
+  postgresqlconf: [
+    // PostgreSQL's default is 128 MB, all of it resident once touched; the data files sit in the
+    // OS page cache anyway (docs/benchmarks.md, "Embedded store memory").
+    `shared_buffers = ${sharedBuffersMb}MB`,
+    ...(dataDir && syncOnCommit ? ['checkpoint_timeout = 1d', 'max_wal_size = 2GB'] : []),
+  ],
 });
 
 /**
@@ -35,6 +40,13 @@ async function handle(msg) {
     case 'close':
       await pg.close();
       return null;
+    case 'dump': {
+      // A copy of the data directory between two statements (this thread runs one message at a
+      // time): PostgreSQL's own files after a checkpoint, so a restore needs no recovery.
+      await pg.exec('CHECKPOINT');
+      const file = await pg.dumpDataDir('gzip');
+      return new Uint8Array(await file.arrayBuffer());
+    }
     default:
       throw new Error(`unknown op ${msg.op}`);
   }

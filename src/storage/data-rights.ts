@@ -1,0 +1,163 @@
+// Data rights: erasing one actor, exporting one actor's records, and raw-event retention.
+// eraseActor lists every table that holds an actor's data; a table added later that holds
+// actor ids (raw or derived) must be added there, or an erasure leaves it behind.
+import { createHash } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import type { Queryable } from './db.js';
+import { iso } from './rows.js';
+
+export const actorDigest = (tenantId: string, actorId: string) => createHash('sha256').update(`${tenantId}\u0000${actorId}`).digest('hex');
+
+export interface ErasureRow {
+  id: string;
+  status: 'pending' | 'done' | 'failed';
+  requested_at: string;
+  completed_at: string | null;
+  erased: Record<string, number> | null;
+  error: string | null;
+}
+
+function toErasure(r: Record<string, unknown>): ErasureRow {
+  return {
+    id: r.id as string,
+    status: r.status as ErasureRow['status'],
+    requested_at: iso(r.requested_at)!,
+    completed_at: iso(r.completed_at),
+    erased: (r.erased as Record<string, number> | null) ?? null,
+    error: (r.error as string | null) ?? null,
+  };
+}
+
+const ERASURE_COLUMNS = 'id, status, requested_at, completed_at, erased, error';
+
+export async function requestErasure(q: Queryable, tenantId: string, actorId: string, keyId: string, now: Date): Promise<ErasureRow> {
+  const rows = await q.query(
+    `INSERT INTO actor_erasures (id, tenant_id, actor_id, actor_digest, status, requested_at, requested_by)
+     VALUES ($1, $2, $3, $4, 'pending', $5, $6) RETURNING ${ERASURE_COLUMNS}`,
+    [uuidv7(), tenantId, actorId, actorDigest(tenantId, actorId), now, keyId],
+  );
+  return toErasure(rows[0]!);
+}
+
+export async function getErasure(q: Queryable, tenantId: string, id: string): Promise<ErasureRow | undefined> {
+  const rows = await q.query(`SELECT ${ERASURE_COLUMNS} FROM actor_erasures WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+  return rows[0] ? toErasure(rows[0]) : undefined;
+}
+
+export async function pendingErasures(q: Queryable, limit: number): Promise<{ id: string; tenant_id: string; actor_id: string }[]> {
+  return q.query(`SELECT id, tenant_id, actor_id FROM actor_erasures WHERE status = 'pending' ORDER BY requested_at LIMIT $1`, [limit]);
+}
+
+/**
+ * Every id the erasure covers: the actor, and the anonymous ids linked to it (the same person's
+ * devices before they signed in). When the actor is itself an anonymous id, its user is not
+ * erased: only the link between them goes.
+ */
+async function actorIds(q: Queryable, tenantId: string, actorId: string): Promise<string[]> {
+  const rows = await q.query<{ anonymous_actor_id: string }>('SELECT anonymous_actor_id FROM actor_links WHERE tenant_id = $1 AND identified_actor_id = $2', [tenantId, actorId]);
+  return [actorId, ...rows.map((r) => r.anonymous_actor_id)];
+}
+
+/** rows removed (or, for derived counts, rows changed), per table */
+export type Erased = Record<string, number>;
+
+/**
+ * Erases one actor of one tenant, and its identity links, from raw and derived data, in one
+ * transaction (pass a transaction's Queryable). Every table that holds an actor's data is here:
+ *   raw:     events, sessions (and their pending ends and early signs), exceptions, environments,
+ *            actor_links, invalid_events (any dead letter whose raw payload names the actor)
+ *   derived: rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions (the actor's rows),
+ *            actor_traits, segment_members; the count tables keep anonymous totals
+ * Usage counters (billing) are not changed: they count events, not people.
+ */
+export async function eraseActor(q: Queryable, tenantId: string, actorId: string): Promise<Erased> {
+  const ids = await actorIds(q, tenantId, actorId);
+  const p = [tenantId, ids];
+  const erased: Erased = {};
+  const count = async (table: string, sql: string, params: unknown[] = p) => {
+    const rows = await q.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`, params);
+    erased[table] = (erased[table] ?? 0) + rows[0]!.n;
+  };
+
+  // Derived: every row of the read model that names the actor (docs/read-model.md). The count
+  // tables (rm_event_hours, rm_usage_days, rm_feature_days) hold no actor id and keep the
+  // actor's share of anonymous totals: no personal data is left in them (docs/data-rights.md).
+  for (const table of ['rm_actor_days', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits']) {
+    await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);
+  }
+  await count('segment_members', 'DELETE FROM segment_members m USING segments s WHERE s.id = m.segment_id AND s.tenant_id = $1 AND m.actor_id = ANY($2::text[])');
+
+  // Raw.
+  await count(
+    'session_early_signs',
+    `DELETE FROM session_early_signs s USING events e
+      WHERE s.tenant_id = $1 AND e.tenant_id = $1 AND e.actor_id = ANY($2::text[]) AND s.session_id = e.session_id::text`,
+  );
+  await count('events', 'DELETE FROM events WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
+  await count(
+    'pending_session_ends',
+    `DELETE FROM pending_session_ends pe USING sessions s
+      WHERE pe.tenant_id = $1 AND s.tenant_id = $1 AND s.actor_id = ANY($2::text[]) AND pe.session_id = s.session_id`,
+  );
+  await count('sessions', 'DELETE FROM sessions WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
+  await count('exceptions', 'DELETE FROM exceptions WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
+  await count('environments', 'DELETE FROM environments WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
+  await count('actor_links', 'DELETE FROM actor_links WHERE tenant_id = $1 AND (anonymous_actor_id = ANY($2::text[]) OR identified_actor_id = ANY($2::text[]))');
+  // A dead letter's payload is the raw element as sent (perhaps cut at 8 KB, so not always JSON):
+  // any that holds one of the ids as a JSON string goes.
+  await count('invalid_events', `DELETE FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS j(s) WHERE strpos(payload, j.s) > 0)`, [
+    tenantId,
+    ids.map((id) => JSON.stringify(id)),
+  ]);
+  return erased;
+}
+
+/** Done: the actor's id is dropped from the audit row (its digest stays). Failed: kept, to retry. */
+export async function finishErasure(q: Queryable, id: string, outcome: { erased: Erased } | { error: string }, now: Date): Promise<void> {
+  if ('erased' in outcome) {
+    await q.query(`UPDATE actor_erasures SET status = 'done', actor_id = NULL, completed_at = $2, erased = $3::jsonb, error = NULL WHERE id = $1`, [id, now, JSON.stringify(outcome.erased)]);
+  } else {
+    await q.query(`UPDATE actor_erasures SET status = 'failed', completed_at = $2, error = $3 WHERE id = $1`, [id, now, outcome.error]);
+  }
+}
+
+/** One actor's records (and those of the anonymous ids linked to it), table by table, a page at a time, as JSON rows. */
+export async function* exportActor(q: Queryable, tenantId: string, actorId: string, pageSize = 1000): AsyncGenerator<{ type: string; record: Record<string, unknown> }> {
+  const ids = await actorIds(q, tenantId, actorId);
+  // Each table in its key order, resumed after the last key seen (keyset pages, so a page costs the same at any depth).
+  const tables: { type: string; table: string; where: string; key: string }[] = [
+    { type: 'event', table: 'events', where: 'actor_id = ANY($2::text[])', key: 'event_id::text' },
+    { type: 'session', table: 'sessions', where: 'actor_id = ANY($2::text[])', key: 'session_id' },
+    { type: 'exception', table: 'exceptions', where: 'actor_id = ANY($2::text[])', key: 'exception_id' },
+    { type: 'identity_link', table: 'actor_links', where: '(anonymous_actor_id = ANY($2::text[]) OR identified_actor_id = ANY($2::text[]))', key: 'anonymous_actor_id' },
+    { type: 'environment', table: 'environments', where: 'actor_id = ANY($2::text[])', key: "actor_id || '\u0001' || session_id" },
+  ];
+  for (const t of tables) {
+    let after = '';
+    for (;;) {
+      const rows = await q.query<{ k: string; record: Record<string, unknown> }>(
+        `SELECT ${t.key} AS k, to_jsonb(r) - 'tenant_id' - 'ingest_xid' AS record FROM ${t.table} r
+          WHERE tenant_id = $1 AND ${t.where} AND ${t.key} > $3 ORDER BY ${t.key} LIMIT $4`,
+        [tenantId, ids, after, pageSize],
+      );
+      for (const r of rows) yield { type: t.type, record: r.record };
+      if (rows.length < pageSize) break;
+      after = rows[rows.length - 1]!.k;
+    }
+  }
+}
+
+/** Each tenant's raw-event retention in days as set on the tenant (null: not set there), with its plan. */
+export async function tenantRetentions(q: Queryable): Promise<{ id: string; plan: string; event_retention_days: number | null }[]> {
+  return q.query('SELECT id, plan, event_retention_days FROM tenants ORDER BY id');
+}
+
+/** Deletes up to `limit` of the tenant's raw events that occurred before `cutoff`; returns how many. */
+export async function purgeOldEvents(q: Queryable, tenantId: string, cutoff: Date, limit: number): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH gone AS (DELETE FROM events WHERE tenant_id = $1 AND ctid = ANY(ARRAY(SELECT ctid FROM events WHERE tenant_id = $1 AND occurred_at < $2 LIMIT $3)) RETURNING 1)
+     SELECT count(*)::int AS n FROM gone`,
+    [tenantId, cutoff, limit],
+  );
+  return rows[0]!.n;
+}

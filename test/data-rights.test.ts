@@ -1,0 +1,147 @@
+// Data rights over HTTP on a real store (PGlite in memory, or TEST_DATABASE_URL): erasure, export and
+// raw-event retention. The jobs run for real (startJobs(...).runOnce) instead of on their timers;
+// the clock of the retention job is real, the events' timestamps are placed around its cutoff.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { v7 as uuidv7 } from 'uuid';
+import { actorErasureJob, eventRetentionJob } from '../src/jobs/data-rights.js';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { DEFAULT_PLANS } from '../src/domain/plans.js';
+import { ADMIN_TOKEN, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+before(async () => (t = await startTestApp()));
+after(async () => t.close());
+
+const DAY = 86_400_000;
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+const silent = { warn() {}, info() {}, error() {} } as never;
+async function runJob(job: Parameters<typeof startJobs>[1][number]) {
+  const jobs = startJobs(t.db, [job], silent);
+  assert.equal(await jobs.runOnce(job.name), true);
+  await jobs.stop();
+}
+const ENV = Buffer.from(JSON.stringify({ os: 'Linux', locale: 'de-DE' })).toString('base64');
+
+/** Rows per raw and derived table that name one of `actors`, for the tenant. */
+async function holdings(tenantId: string, actors: string[]): Promise<Record<string, number>> {
+  const n = async (sql: string, params: unknown[] = [tenantId, actors]) => (await t.db.query<{ n: number }>(sql, params))[0]!.n;
+  return {
+    events: await n('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    sessions: await n('SELECT count(*)::int AS n FROM sessions WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    exceptions: await n('SELECT count(*)::int AS n FROM exceptions WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    environments: await n('SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    actor_links: await n('SELECT count(*)::int AS n FROM actor_links WHERE tenant_id = $1 AND (anonymous_actor_id = ANY($2) OR identified_actor_id = ANY($2))'),
+    invalid_events: await n("SELECT count(*)::int AS n FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) a WHERE strpos(payload, '\"' || a || '\"') > 0)"),
+    ru_actor_facts: await n('SELECT count(*)::int AS n FROM ru_actor_facts WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    ru_key_members: await n("SELECT count(*)::int AS n FROM ru_key_members WHERE tenant_id = $1 AND member_kind = 'u' AND member = ANY($2)"),
+  };
+}
+
+/** alice (and her device's anonymous id anon-a, linked by identify) and bob, with events, a session, an exception, an environment and a dead letter each. */
+async function fixture() {
+  const tenant = await tenantWithProduct(t.app, 'business');
+  const headers = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json', 'x-environment-data': ENV };
+  const post = (url: string, payload: object) => t.app.inject({ method: 'POST', url, headers, payload });
+  for (const actor of ['alice', 'anon-a', 'bob']) {
+    const e = (extra: object = {}) => event({ actor_id: actor, account_id: 'acme', license_id: 'L1', timestamp: ago(3_600_000), ...extra });
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [e(), e({ name: 'save' })], { headers: { 'x-environment-data': ENV } })).statusCode, 200);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [e({ properties: { accountId: 'x' } })])).statusCode, 207, 'a dead letter that names the actor');
+    const sid = uuidv7();
+    assert.equal((await post('/v1/events/sessions', { session_id: sid, actor_id: actor, product: 'app', product_version: '1.0.0', started_at: ago(3_600_000), account_id: 'acme' })).statusCode, 200);
+    const ex = { exception_id: uuidv7(), exception_type: 'TypeError', severity: 'fatal', occurred_at: ago(3_600_000), actor_id: actor, product: 'app', product_version: '1.0.0', account_id: 'acme' };
+    assert.equal((await post('/v1/events/exceptions', ex)).statusCode, 200);
+  }
+  const link = { anonymous_actor_id: 'anon-a', identified_actor_id: 'alice', identified_at: ago(1000), product: 'app', product_version: null };
+  assert.equal((await post('/v1/actors/identify', link)).statusCode, 200);
+  await runJob(rollupJob(60));
+  return tenant;
+}
+
+describe('erasure: DELETE /v1/actors/{actorId}', () => {
+  it("erases the actor, its linked anonymous id and its links from raw and derived data; bob's data is untouched; audited", async () => {
+    const tenant = await fixture();
+    const bobBefore = await holdings(tenant.id, ['bob']);
+    assert.ok(Object.values(await holdings(tenant.id, ['alice', 'anon-a'])).every((n) => n > 0), 'the fixture fills every table');
+    const [factsBefore] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM ru_event_facts WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(factsBefore!.n, 6);
+
+    const res = await t.app.inject({ method: 'DELETE', url: '/v1/actors/alice', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    assert.equal(res.statusCode, 202, res.body);
+    const erasure = res.json();
+    assert.equal(erasure.status, 'pending');
+    assert.equal(res.headers.location, erasure.status_url);
+    assert.equal(erasure.status_url, `/v1/actor-erasures/${erasure.id}`);
+
+    await runJob(actorErasureJob());
+    const done = (await get(t.app, tenant.adminKey, erasure.status_url)).json();
+    assert.equal(done.status, 'done', JSON.stringify(done));
+    assert.ok(done.completed_at);
+    assert.ok(done.erased.events === 4 && done.erased.actor_links === 1 && done.erased.sessions === 2, JSON.stringify(done.erased));
+
+    assert.deepEqual(Object.values(await holdings(tenant.id, ['alice', 'anon-a'])), Object.values(await holdings(tenant.id, ['nobody'])), 'nothing of alice is left');
+    assert.deepEqual(await holdings(tenant.id, ['bob']), bobBefore, 'bob untouched');
+    const [facts] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM ru_event_facts WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(facts!.n, 2, "the derived counts lost alice's events, and only hers");
+    await runJob(rollupJob(60));
+    const acme = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();
+    assert.deepEqual([acme.counts.events, acme.counts.active_actors], [2, 1], JSON.stringify(acme));
+
+    // The audit keeps the request and a digest, never the erased id.
+    const [audit] = await t.db.query<{ actor_id: string | null; actor_digest: string; requested_by: string }>('SELECT actor_id, actor_digest, requested_by FROM actor_erasures WHERE id = $1', [erasure.id]);
+    assert.equal(audit!.actor_id, null);
+    assert.match(audit!.actor_digest, /^[0-9a-f]{64}$/);
+    assert.ok(audit!.requested_by);
+  });
+
+  it('needs manage_products; another tenant cannot see the erasure', async () => {
+    const a = await tenantWithProduct(t.app, 'business');
+    const b = await tenantWithProduct(t.app, 'business');
+    assert.equal((await t.app.inject({ method: 'DELETE', url: '/v1/actors/x', headers: { authorization: `Bearer ${a.ingestKey}` } })).statusCode, 403);
+    const res = await t.app.inject({ method: 'DELETE', url: '/v1/actors/x', headers: { authorization: `Bearer ${a.adminKey}` } });
+    assert.equal((await get(t.app, b.adminKey, res.json().status_url)).statusCode, 404);
+    assert.equal((await get(t.app, a.adminKey, '/v1/actor-erasures/not-a-uuid')).statusCode, 404);
+    assert.equal((await get(t.app, b.adminKey, '/v1/actors/x/export')).statusCode, 200, 'an empty export, not an error');
+  });
+});
+
+describe('export: GET /v1/actors/{actorId}/export', () => {
+  it("is NDJSON of every record of the actor and its linked anonymous id, and nothing of bob's", async () => {
+    const tenant = await fixture();
+    const res = await get(t.app, tenant.adminKey, '/v1/actors/alice/export');
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^application\/x-ndjson/);
+    const lines = res.body.trim().split('\n').map((l) => JSON.parse(l) as { type: string; record: Record<string, unknown> });
+    const count = (type: string) => lines.filter((l) => l.type === type).length;
+    assert.deepEqual([count('event'), count('session'), count('exception'), count('identity_link'), count('environment')], [4, 2, 2, 1, 4]);
+    assert.ok(lines.every((l) => JSON.stringify(l.record).includes('alice') || JSON.stringify(l.record).includes('anon-a')));
+    assert.ok(!res.body.includes('bob'));
+    assert.ok(lines.every((l) => !('tenant_id' in l.record)));
+    const e = lines.find((l) => l.type === 'event')!.record;
+    assert.ok(e.event_id && e.occurred_at && e.properties, JSON.stringify(e));
+    assert.equal((await get(t.app, tenant.ingestKey, '/v1/actors/alice/export')).statusCode, 403);
+  });
+});
+
+describe('raw-event retention', () => {
+  it("deletes a tenant's events older than its retention, keeps newer ones and other tenants' (default: forever)", async () => {
+    const kept = await tenantWithProduct(t.app, 'business');
+    const limited = await tenantWithProduct(t.app, 'business');
+    for (const tenant of [kept, limited]) {
+      const res = await postEvents(t.app, tenant.ingestKey, [event({ timestamp: ago(40 * DAY) }), event({ timestamp: ago(20 * DAY) }), event({ timestamp: ago(DAY) })]);
+      assert.equal(res.statusCode, 200);
+    }
+    const patch = await t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${limited.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { event_retention_days: 30 } });
+    assert.equal(patch.json().event_retention_days, 30);
+    await runJob(eventRetentionJob(0, DEFAULT_PLANS));
+    const left = async (id: string) => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [id]))[0]!.n;
+    assert.equal(await left(limited.id), 2);
+    assert.equal(await left(kept.id), 3, 'no retention set: kept forever');
+
+    // The server-wide default applies where neither the tenant nor its plan sets one; a plan's setting wins over it.
+    await runJob(eventRetentionJob(10, DEFAULT_PLANS));
+    assert.equal(await left(kept.id), 1);
+    assert.equal(await left(limited.id), 2, "the tenant's own 30 days win over the default");
+  });
+});

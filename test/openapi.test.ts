@@ -1,0 +1,83 @@
+// The OpenAPI document as a client generator sees it: the real app's /docs/json, turned into
+// TypeScript types by openapi-typescript, and a typed call checked by the TypeScript compiler.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import openapiTS, { astToString } from 'openapi-typescript';
+import { startTestApp, type TestApp } from './helpers/app.js';
+
+const run = promisify(execFile);
+let t: TestApp;
+let doc: { paths: Record<string, Record<string, { operationId?: string; responses: Record<string, { content?: Record<string, unknown> }> }>>; components: { schemas: Record<string, unknown> } };
+before(async () => {
+  t = await startTestApp();
+  doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
+});
+after(async () => t.close());
+
+const operations = () => Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })));
+
+describe('OpenAPI document', () => {
+  it('every operation has an operationId, and no two share one', () => {
+    const ids = operations().map(({ path, method, op }) => {
+      assert.ok(op.operationId, `${method} ${path} has no operationId`);
+      return op.operationId;
+    });
+    assert.equal(new Set(ids).size, ids.length);
+    assert.ok(ids.includes('postEvents') && ids.includes('getAdminTenantsById'));
+  });
+
+  it('errors are declared application/problem+json with the named Problem schema; shared schemas are components', () => {
+    for (const { path, method, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (Number(status) < 400) continue;
+        assert.deepEqual(Object.keys(response.content ?? {}), ['application/problem+json'], `${method} ${path} ${status}`);
+        assert.deepEqual((response.content!['application/problem+json'] as { schema: unknown }).schema, { $ref: '#/components/schemas/Problem' });
+      }
+    }
+    for (const name of ['Problem', 'Tenant', 'Product', 'Event', 'BatchResponse', 'PlanName']) assert.ok(doc.components.schemas[name], name);
+    assert.match(JSON.stringify(doc.paths['/v1/events']), /#\/components\/schemas\/EventBatch/);
+  });
+
+  it('openapi-typescript generates types from it, and a typed call type-checks (a wrong one does not)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-openapi-'));
+    try {
+      writeFileSync(join(dir, 'schema.d.ts'), astToString(await openapiTS(doc as never)));
+      writeFileSync(
+        join(dir, 'call.ts'),
+        `import type { components, operations, paths } from './schema.js';
+type CreateProduct = paths['/v1/products']['post']['requestBody']['content']['application/json'];
+type Product = operations['postProducts']['responses']['201']['content']['application/json'];
+type Problem = components['schemas']['Problem'];
+type Plan = components['schemas']['Tenant']['plan'];
+
+export async function createProduct(base: string, key: string, body: CreateProduct): Promise<Product> {
+  const res = await fetch(base + '/v1/products', { method: 'POST', headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(((await res.json()) as Problem).code);
+  return (await res.json()) as Product;
+}
+
+export async function demo(): Promise<string> {
+  const product = await createProduct('http://127.0.0.1:8080', 'tk_live_x', { slug: 'app', name: 'App' });
+  const plan: Plan = 'unlimited';
+  const status: 'active' | 'deleting' = product.status;
+  return product.id + plan + status;
+}
+
+// @ts-expect-error a product needs a slug
+void createProduct('', '', { name: 'no slug' });
+`,
+      );
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const args = ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--skipLibCheck', '--types', 'node', join(dir, 'call.ts')];
+      await run(process.execPath, [tsc, ...args], { cwd: process.cwd() }).catch((err: { stdout: string }) => assert.fail(`tsc: ${err.stdout}`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
