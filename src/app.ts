@@ -25,6 +25,7 @@ import { recordRoutes } from './http/routes/records.js';
 import { allowlistRoutes } from './http/routes/allowlists.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { exceptionRoutes } from './http/routes/exceptions.js';
+import { reportRoutes } from './http/routes/reports.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -151,6 +152,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   allowlistRoutes(app, ctx);
   accountRoutes(app, ctx);
   exceptionRoutes(app, ctx);
+  reportRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   app.addHook('onClose', async () => {

@@ -1,0 +1,52 @@
+import type { TObject } from 'typebox';
+import { activeActors, ActiveActorsQuery } from '../../query/reports/active-actors.js';
+import { trends, TrendsQuery } from '../../query/reports/trends.js';
+import type { App, AppContext } from '../context.js';
+import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
+import { problems } from '../schemas/common.js';
+import * as S from '../schemas/reports.js';
+
+// Thin handlers over src/query/reports: permission read; account and license filters and
+// breakdowns check view_accounts, the plan and account context in the query layer (filters.ts).
+const tags = ['reports'];
+const security = [{ bearer: [] }];
+const errors = problems(400, 401, 402, 403, 422);
+
+export function reportRoutes(app: App, ctx: AppContext): void {
+  const on = (querystring: TObject) => ({ onRequest: requireKey(ctx.db, ['read']), preValidation: onlyKnownParams(querystring) });
+
+  app.get(
+    '/v1/reports/trends',
+    {
+      ...on(TrendsQuery),
+      schema: {
+        operationId: 'reportTrends',
+        summary: 'Event counts and unique actors per interval, with one breakdown (top N and "other")',
+        description: 'Exact, from raw events in the time zone\'s own buckets. See docs/reports.md for the filter grammar.',
+        tags,
+        security,
+        querystring: TrendsQuery,
+        response: { 200: S.TrendsAnswer, ...errors },
+      },
+    },
+    async (request) => trends(ctx.db, principalOf(request), request.query, ctx.now()),
+  );
+
+  app.get(
+    '/v1/reports/active-actors',
+    {
+      ...on(ActiveActorsQuery),
+      schema: {
+        operationId: 'reportActiveActors',
+        summary: 'Active actors: per interval, DAU/WAU/MAU rolling, stickiness, lifecycle',
+        description: 'Interval day, week or month (hour is a 400). Lifecycle as PostHog defines it; new = first seen ever (any product) in that interval.',
+        tags,
+        security,
+        querystring: ActiveActorsQuery,
+        response: { 200: S.ActiveActorsAnswer, ...errors },
+      },
+    },
+    async (request) => activeActors(ctx.db, principalOf(request), request.query, ctx.now()),
+  );
+}
