@@ -26,6 +26,7 @@ import { allowlistRoutes } from './http/routes/allowlists.js';
 import { accountRoutes } from './http/routes/accounts.js';
 import { exceptionRoutes } from './http/routes/exceptions.js';
 import { reportRoutes } from './http/routes/reports.js';
+import { sessionQueryRoutes } from './http/routes/sessions.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -153,6 +154,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   accountRoutes(app, ctx);
   exceptionRoutes(app, ctx);
   reportRoutes(app, ctx);
+  sessionQueryRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   app.addHook('onClose', async () => {

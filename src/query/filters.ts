@@ -149,3 +149,17 @@ export function bucketSeries(sql: Params, s: Scope): string {
 
 /** A bucket's label: its local start, `YYYY-MM-DD` (day, week, month) or `YYYY-MM-DDTHH:00` (hour). */
 export const label = (col: string, s: Scope) => (s.interval === 'hour' ? `to_char(${col}, 'YYYY-MM-DD"T"HH24:00')` : `to_char(${col}, 'YYYY-MM-DD')`);
+
+/** The filters that apply to sessions and exceptions (no event name, category or property). */
+export const RecordFilterProps = (({ category: _c, name: _n, property: _p, ...rest }) => rest)(FilterProps);
+
+/** Conditions on a table with tenant_id, product_id, product_version, account_id, license_id and a time column. */
+export function recordWhere(f: Filters, sql: Params, time: string, alias: string): string[] {
+  const s = f.scope;
+  const where = [`${alias}.tenant_id = ${sql.p(s.tenantId)}`, `${alias}.${time} >= ${sql.p(s.from)}`, `${alias}.${time} < ${sql.p(s.to)}`];
+  if (s.productId) where.push(`${alias}.product_id = ${sql.p(s.productId)}`);
+  if (s.version !== undefined) where.push(`${alias}.product_version = ${sql.p(s.version)}`);
+  if (s.accountId !== undefined) where.push(`${alias}.account_id = ${sql.p(s.accountId)}`);
+  if (s.licenseId !== undefined) where.push(`${alias}.license_id = ${sql.p(s.licenseId)}`);
+  return where;
+}

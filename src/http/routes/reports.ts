@@ -1,6 +1,8 @@
 import type { TObject } from 'typebox';
 import { activeActors, ActiveActorsQuery } from '../../query/reports/active-actors.js';
+import { exceptionTrend, ExceptionTrendQuery } from '../../query/reports/exception-trend.js';
 import { trends, TrendsQuery } from '../../query/reports/trends.js';
+import { Type } from 'typebox';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
@@ -48,5 +50,22 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request) => activeActors(ctx.db, principalOf(request), request.query, ctx.now()),
+  );
+
+  app.get(
+    '/v1/exceptions/:fingerprint',
+    {
+      ...on(ExceptionTrendQuery),
+      schema: {
+        operationId: 'exceptionGroupTrend',
+        summary: 'One exception group: occurrences and affected actors per interval, first and last version',
+        tags: ['exceptions'],
+        security,
+        params: Type.Object({ fingerprint: Type.String({ minLength: 1, maxLength: 128 }) }),
+        querystring: ExceptionTrendQuery,
+        response: { 200: S.ExceptionTrend, ...problems(400, 401, 402, 403, 404, 422) },
+      },
+    },
+    async (request) => exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now()),
   );
 }

@@ -47,3 +47,57 @@ export const ActiveActorsAnswer = Type.Object({
 });
 
 export const withHead = <T extends TSchema>(item: T) => Type.Object({ ...ReportHead, data: Type.Array(item) });
+
+const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+export const SessionRow = Type.Object({
+  session_id: Type.String(),
+  actor_id: Nullable(Type.String({ description: 'the identified actor once identify linked it' })),
+  product: Type.String(),
+  product_version: Nullable(Type.String()),
+  account_id: Nullable(Type.String({ description: 'as started, or adopted from the session\'s first event that carried one' })),
+  license_id: Nullable(Type.String()),
+  started_at: Type.String({ format: 'date-time' }),
+  ended_at: Nullable(Type.String({ format: 'date-time' })),
+  end_reason: Nullable(Type.String()),
+  duration_s: Nullable(Type.Number()),
+  errors: Type.Integer({ description: 'exceptions in the session' }),
+  status: Type.Enum(['healthy', 'errored', 'crashed', 'abnormal', 'open']),
+});
+export const SessionPage = Type.Object({ ...ReportHead, data: Type.Array(SessionRow), next_cursor: Nullable(Type.String()) });
+const Percent = Nullable(Type.Number({ description: 'percent, 0–100, 4 decimals; null with no sessions' }));
+export const SessionStats = Type.Object({
+  ...ReportHead,
+  sessions: Count,
+  duration_s: Type.Object({ p50: Nullable(Type.Number()), p90: Nullable(Type.Number()), p99: Nullable(Type.Number()) }, { description: 'of ended sessions, interpolated (percentile_cont)' }),
+  end_reasons: Type.Record(Type.String(), Count, { description: 'normal, sdk_recovery, timeout; open for sessions not ended' }),
+  statuses: Type.Object({ healthy: Count, errored: Count, crashed: Count, abnormal: Count, open: Count }),
+  data: Type.Array(Type.Object({ date: DateLabel, sessions: Count })),
+});
+export const ReleaseHealthRow = Type.Object({
+  product: Type.String(),
+  product_version: Type.String(),
+  sessions: Count,
+  actors: Count,
+  crashed_sessions: Count,
+  errored_sessions: Count,
+  abnormal_sessions: Count,
+  healthy_sessions: Count,
+  crashed_actors: Count,
+  crash_free_sessions: Percent,
+  crash_free_actors: Percent,
+  adoption: Type.Object({ sessions: Percent, actors: Percent }, { description: 'the version\'s share of all sessions (actors) in the range' }),
+});
+export const ReleaseHealth = withHead(ReleaseHealthRow);
+
+const ExceptionPoint = { count: Count, fatal: Count, actors: Type.Integer({ minimum: 0, description: 'distinct affected actors' }) };
+export const ExceptionTrend = Type.Object({
+  ...ReportHead,
+  fingerprint: Type.String(),
+  exception_type: Type.String({ description: 'of the latest occurrence' }),
+  first_seen: Type.String({ format: 'date-time' }),
+  last_seen: Type.String({ format: 'date-time' }),
+  first_version: Type.String({ description: 'the version of the first occurrence ever (of the product, with a product filter)' }),
+  last_version: Type.String({ description: 'the version of the latest occurrence' }),
+  total: Type.Object(ExceptionPoint, { description: 'in the range' }),
+  data: Type.Array(Type.Object({ date: DateLabel, ...ExceptionPoint })),
+});
