@@ -27,6 +27,7 @@ import { accountRoutes } from './http/routes/accounts.js';
 import { exceptionRoutes } from './http/routes/exceptions.js';
 import { reportRoutes } from './http/routes/reports.js';
 import { sessionQueryRoutes } from './http/routes/sessions.js';
+import { explorerRoutes } from './http/routes/explorer.js';
 import { registerEnvironment } from './http/plugins/environment.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -155,6 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   exceptionRoutes(app, ctx);
   reportRoutes(app, ctx);
   sessionQueryRoutes(app, ctx);
+  explorerRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
   adminRoutes(app, ctx);
   app.addHook('onClose', async () => {

@@ -163,3 +163,6 @@ export function recordWhere(f: Filters, sql: Params, time: string, alias: string
   if (s.licenseId !== undefined) where.push(`${alias}.license_id = ${sql.p(s.licenseId)}`);
   return where;
 }
+
+/** A timestamp column as exact text (microseconds, UTC) for a keyset cursor: ISO milliseconds would skip rows. */
+export const exactTime = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;

@@ -4,6 +4,7 @@ import { exceptionTrend, ExceptionTrendQuery } from '../../query/reports/excepti
 import { trends, TrendsQuery } from '../../query/reports/trends.js';
 import { Type } from 'typebox';
 import type { App, AppContext } from '../context.js';
+import { activeRows, answer, trendRows } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -32,7 +33,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.TrendsAnswer, ...errors },
       },
     },
-    async (request) => trends(ctx.db, principalOf(request), request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'trends', await trends(ctx.db, principalOf(request), request.query, ctx.now()), trendRows),
   );
 
   app.get(
@@ -49,7 +50,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ActiveActorsAnswer, ...errors },
       },
     },
-    async (request) => activeActors(ctx.db, principalOf(request), request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'active-actors', await activeActors(ctx.db, principalOf(request), request.query, ctx.now()), activeRows),
   );
 
   app.get(
@@ -66,6 +67,6 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ExceptionTrend, ...problems(400, 401, 402, 403, 404, 422) },
       },
     },
-    async (request) => exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'exception-trend', await exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
   );
 }

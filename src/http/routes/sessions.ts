@@ -1,5 +1,6 @@
 import { listSessions, releaseHealth, ReleaseHealthQuery, SessionListQuery, sessionStats, SessionStatsQuery } from '../../query/reports/sessions.js';
 import type { App, AppContext } from '../context.js';
+import { answer } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -20,7 +21,7 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
       preValidation: onlyKnownParams(SessionListQuery),
       schema: { operationId: 'listSessions', summary: 'Sessions started in the range, newest first', tags, security, querystring: SessionListQuery, response: { 200: S.SessionPage, ...errors } },
     },
-    async (request) => listSessions(ctx.db, principalOf(request), request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'sessions', await listSessions(ctx.db, principalOf(request), request.query, ctx.now())),
   );
 
   app.get(
@@ -37,7 +38,7 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.SessionStats, ...errors },
       },
     },
-    async (request) => sessionStats(ctx.db, principalOf(request), request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'session-stats', await sessionStats(ctx.db, principalOf(request), request.query, ctx.now())),
   );
 
   app.get(
@@ -54,6 +55,6 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ReleaseHealth, ...errors },
       },
     },
-    async (request) => releaseHealth(ctx.db, principalOf(request), request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'release-health', await releaseHealth(ctx.db, principalOf(request), request.query, ctx.now())),
   );
 }

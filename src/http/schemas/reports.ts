@@ -101,3 +101,20 @@ export const ExceptionTrend = Type.Object({
   total: Type.Object(ExceptionPoint, { description: 'in the range' }),
   data: Type.Array(Type.Object({ date: DateLabel, ...ExceptionPoint })),
 });
+
+export const ExplorerEvent = Type.Object({
+  event_id: Type.String(),
+  occurred_at: Type.String({ format: 'date-time' }),
+  received_at: Type.String({ format: 'date-time' }),
+  product: Type.String(),
+  product_version: Type.String(),
+  category: Type.String(),
+  name: Type.String(),
+  actor_id: Type.String({ description: 'as sent' }),
+  identified_actor_id: Nullable(Type.String({ description: 'the user identify linked this actor to' })),
+  session_id: Nullable(Type.String()),
+  account_id: Type.Optional(Nullable(Type.String({ description: 'only for keys that may see accounts' }))),
+  license_id: Type.Optional(Nullable(Type.String())),
+  properties: Nullable(Type.Record(Type.String(), Type.Unknown())),
+});
+export const ExplorerPage = Type.Object({ ...ReportHead, data: Type.Array(ExplorerEvent), next_cursor: Nullable(Type.String({ description: 'null at the end' })) });

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { checkBuckets, head, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { checkBuckets, exactTime, head, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { cursorKey, pageOf } from '../page.js';
 import { bucketLabels } from './trends.js';
 
@@ -55,15 +55,16 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
   if (p.status) w.push(`r.status = ${sql.p(p.status)}`);
   if (p.actor_id) w.push(`r.actor_id = ${sql.p(p.actor_id)}`);
   if (before) w.push(`(r.started_at, r.session_id) < (${sql.p(before[0])}::timestamptz, ${sql.p(before[1])})`);
-  const rows = await q.query<SessionOut & { started_at: Date; ended_at: Date | null; errors: string }>(
+  const rows = await q.query<SessionOut & { started_at: Date; ended_at: Date | null; errors: string; at_key: string }>(
     `SELECT r.session_id, r.actor_id, p.slug AS product, r.product_version, r.account_id, r.license_id, r.started_at, r.ended_at, r.end_reason,
-            extract(epoch FROM r.ended_at - r.started_at)::float8 AS duration_s, r.errors, r.status
+            extract(epoch FROM r.ended_at - r.started_at)::float8 AS duration_s, r.errors, r.status, ${exactTime('r.started_at')} AS at_key
        FROM rm_sessions r JOIN products p ON p.id = r.product_id
       WHERE ${w.join(' AND ')} ORDER BY r.started_at DESC, r.session_id DESC LIMIT ${sql.p(limit + 1)}`,
     sql.values,
   );
-  const data: SessionOut[] = rows.map((r) => ({ ...r, started_at: iso(r.started_at)!, ended_at: iso(r.ended_at), errors: n(r.errors) }));
-  return { ...(await head(q, f.scope)), ...pageOf(data, limit, (r) => [r.started_at, r.session_id]) };
+  const paged = pageOf(rows, limit, (r) => [r.at_key, r.session_id]);
+  const data: SessionOut[] = paged.data.map(({ at_key: _k, ...r }) => ({ ...r, started_at: iso(r.started_at)!, ended_at: iso(r.ended_at), errors: n(r.errors) }));
+  return { ...(await head(q, f.scope)), data, next_cursor: paged.next_cursor };
 }
 
 export async function sessionStats(q: Queryable, principal: Principal, p: Static<typeof SessionStatsQuery>, now: Date) {
