@@ -5,6 +5,7 @@ import type { Queryable } from '../storage/db.js';
 import { rollupInfo } from '../storage/accounts.js';
 import type { TenantRow } from '../storage/tenants.js';
 import { requireFeature } from './guard.js';
+import { cursorKey } from './page.js';
 import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
 
 // The one filter grammar of the query side (docs/reports.md): every report, the sessions, the
@@ -166,3 +167,13 @@ export function recordWhere(f: Filters, sql: Params, time: string, alias: string
 
 /** A timestamp column as exact text (microseconds, UTC) for a keyset cursor: ISO milliseconds would skip rows. */
 export const exactTime = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** A keyset cursor (exact timestamp, id): the page layer's shape check, then a real date PostgreSQL can hold. */
+export function keysetCursor(cursor: string | undefined, id: RegExp = /^.+$/su): [string, string] | undefined {
+  const key = cursorKey(cursor, ['timestamp', 'text']);
+  if (!key) return undefined;
+  const ymd = /^(\d{4})-(\d{2})-(\d{2})T/.exec(key[0]!);
+  const real = ymd !== null && Number(ymd[1]) >= 1970 && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0].slice(0, 10);
+  if (!real || !id.test(key[1]!)) throw validationError([{ field: 'cursor', message: 'not a cursor this API returned' }]);
+  return [key[0]!, key[1]!];
+}

@@ -2,9 +2,8 @@ import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { ACCOUNT_PLANS } from '../../domain/plans.js';
-import { validationError } from '../../errors.js';
-import { exactTime, FilterProps, head, Params, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
-import { cursorKey, pageOf } from '../page.js';
+import { exactTime, FilterProps, head, keysetCursor, Params, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { pageOf } from '../page.js';
 
 // The event explorer: raw events newest first with the filter grammar and a cursor, and the
 // same as an export, read in keyset pages of EXPORT_PAGE rows so that memory stays bounded
@@ -59,8 +58,7 @@ async function page(q: Queryable, f: Filters, p: EventListParams, accounts: bool
 
 export async function listEvents(q: Queryable, principal: Principal, p: EventListParams, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
-  const before = cursorKey(p.cursor, ['timestamp', 'text']);
-  if (before && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(before[1]!)) throw validationError([{ field: 'cursor', message: 'invalid' }]);
+  const before = keysetCursor(p.cursor, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
   const limit = p.limit ?? 50;
   const rows = f.scope.empty ? [] : await page(q, f, p, seesAccounts(principal), before, limit + 1);
   const paged = pageOf(rows, limit, (r) => [r.at_key, r.event_id]);

@@ -1,8 +1,8 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { checkBuckets, exactTime, head, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
-import { cursorKey, pageOf } from '../page.js';
+import { checkBuckets, exactTime, head, keysetCursor, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { pageOf } from '../page.js';
 import { bucketLabels } from './trends.js';
 
 // Sessions (docs/reports.md), from the read model's sessions (rm_sessions: status as Sentry's
@@ -47,7 +47,7 @@ function where(f: Filters, sql: Params): string {
 
 export async function listSessions(q: Queryable, principal: Principal, p: Static<typeof SessionListQuery>, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
-  const before = cursorKey(p.cursor, ['timestamp', 'text']);
+  const before = keysetCursor(p.cursor);
   const limit = p.limit ?? 50;
   if (f.scope.empty) return { ...(await head(q, f.scope)), data: [], next_cursor: null };
   const sql = new Params();
