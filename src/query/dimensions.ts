@@ -47,6 +47,12 @@ export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
   throw validationError([{ field: 'breakdown', message: BREAKDOWN_DESCRIPTION }]);
 }
 
-/** The actor's latest environment, for a join on v.actor_id = e.actor_id. */
+/** The actor's latest environment, for a join on v.actor_id = e.actor_id (the actor as sent). */
 export const ENV_CTE = (tenantParam: string) =>
   `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM environments WHERE tenant_id = ${tenantParam} ORDER BY actor_id, received_at DESC)`;
+
+/** The same keyed by the identified actor (an identified user's environment is its devices' latest). */
+export const RESOLVED_ENV_CTE = (tenantParam: string) =>
+  `renv AS (SELECT DISTINCT ON (1) coalesce(l.identified_actor_id, x.actor_id) AS actor_id, x.data FROM environments x
+              LEFT JOIN actor_links l ON l.tenant_id = x.tenant_id AND l.anonymous_actor_id = x.actor_id
+             WHERE x.tenant_id = ${tenantParam} ORDER BY 1, x.received_at DESC)`;

@@ -2,6 +2,8 @@ import type { TObject } from 'typebox';
 import { activeActors, ActiveActorsQuery } from '../../query/reports/active-actors.js';
 import { exceptionTrend, ExceptionTrendQuery } from '../../query/reports/exception-trend.js';
 import { trends, TrendsQuery } from '../../query/reports/trends.js';
+import { accountsOverTime, AccountsOverTimeQuery, versionsReport, VersionsQuery } from '../../query/reports/versions.js';
+import { ENV_FIELD_LIST, environmentShares, EnvironmentQuery } from '../../query/reports/environment.js';
 import { Type } from 'typebox';
 import type { App, AppContext } from '../context.js';
 import { activeRows, answer, trendRows } from '../csv.js';
@@ -68,5 +70,56 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) => answer(request, reply, 'exception-trend', await exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
+  );
+
+  app.get(
+    '/v1/reports/versions',
+    {
+      ...on(VersionsQuery),
+      schema: {
+        operationId: 'reportVersions',
+        summary: 'Versions of a product: adoption over time, share on the latest, upgrade lag and accounts on archived versions',
+        description: 'product is required. upgrade_lag and archived_accounts are null for keys that may not see accounts (view_accounts, plan, account context).',
+        tags,
+        security,
+        querystring: VersionsQuery,
+        response: { 200: S.VersionsReport, ...errors },
+      },
+    },
+    async (request, reply) => answer(request, reply, 'versions', await versionsReport(ctx.db, principalOf(request), request.query, ctx.now()), (a) => a.adoption),
+  );
+
+  app.get(
+    '/v1/reports/accounts',
+    {
+      ...on(AccountsOverTimeQuery),
+      schema: {
+        operationId: 'reportAccounts',
+        summary: 'Active accounts and licenses per interval (account plans)',
+        tags,
+        security,
+        querystring: AccountsOverTimeQuery,
+        response: { 200: S.AccountsOverTime, ...errors },
+      },
+    },
+    async (request, reply) => answer(request, reply, 'accounts', await accountsOverTime(ctx.db, principalOf(request), request.query, ctx.now())),
+  );
+
+  app.get(
+    '/v1/environment/:field',
+    {
+      ...on(EnvironmentQuery),
+      schema: {
+        operationId: 'environmentShares',
+        summary: 'Active actors and sessions by an environment field (OS, runtime, browser, locale…)',
+        description: 'From X-Environment-Data, the actor\'s latest; a session counts under its actor\'s environment.',
+        tags: ['environment'],
+        security,
+        params: Type.Object({ field: Type.Enum(ENV_FIELD_LIST) }),
+        querystring: EnvironmentQuery,
+        response: { 200: S.EnvironmentShares, ...errors },
+      },
+    },
+    async (request, reply) => answer(request, reply, 'environment', await environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now())),
   );
 }

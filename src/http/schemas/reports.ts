@@ -118,3 +118,36 @@ export const ExplorerEvent = Type.Object({
   properties: Nullable(Type.Record(Type.String(), Type.Unknown())),
 });
 export const ExplorerPage = Type.Object({ ...ReportHead, data: Type.Array(ExplorerEvent), next_cursor: Nullable(Type.String({ description: 'null at the end' })) });
+
+export const VersionsReport = Type.Object({
+  ...ReportHead,
+  latest_version: Nullable(Type.String({ description: 'by the product\'s version rules (semantic version, release date, creation)' })),
+  share_on_latest: Percent,
+  adoption: Type.Array(Type.Object({ date: DateLabel, version: Type.String(), actors: Count }), { description: 'an actor counts under the version it ended each day on' }),
+  upgrade_lag: Nullable(
+    Type.Array(
+      Type.Object({ version: Type.String(), released_on: Nullable(Type.String({ format: 'date' })), accounts: Count, median_lag_days: Nullable(Type.Number()), p90_lag_days: Nullable(Type.Number()) }),
+      { description: 'days from release (release_date, else first seen) to each account\'s first day on the version; null for keys that may not see accounts' },
+    ),
+  ),
+  archived_accounts: Nullable(
+    Type.Array(Type.Object({ account_id: Type.String(), version: Type.String(), actors: Count, last_seen: Nullable(Type.String({ format: 'date-time' })) }), {
+      description: 'accounts whose last activity in the range was on an archived version; null for keys that may not see accounts',
+    }),
+  ),
+});
+export const AccountsOverTime = withHead(Type.Object({ date: DateLabel, accounts: Count, licenses: Count }));
+export const EnvironmentShares = Type.Object({
+  ...ReportHead,
+  field: Type.String(),
+  source: Type.Optional(Type.String()),
+  data: Type.Array(
+    Type.Object({
+      value: Nullable(Type.String({ description: 'null: not sent, or "other"' })),
+      other: Type.Boolean(),
+      actors: Count,
+      sessions: Count,
+      actor_share: Type.Number({ description: 'percent of the active actors' }),
+    }),
+  ),
+});

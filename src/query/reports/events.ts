@@ -37,7 +37,7 @@ export interface ExplorerEvent {
 
 export const EXPORT_PAGE = 5_000;
 
-const seesAccounts = (p: Principal) => p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
+export const seesAccounts = (p: Principal) => p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
 
 type Keyed = ExplorerEvent & { at_key: string };
 async function page(q: Queryable, f: Filters, p: EventListParams, accounts: boolean, before: string[] | undefined, limit: number): Promise<Keyed[]> {
