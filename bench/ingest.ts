@@ -222,6 +222,7 @@ async function freePort(): Promise<number> {
   await new Promise((r) => s.close(r));
   return p;
 }
+let current: ChildProcess | undefined; // killed if the bench fails: a server left running would keep folding into later runs
 function startServer(rollups = false): ChildProcess {
   const plansFile = join(tmp, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
@@ -232,6 +233,7 @@ function startServer(rollups = false): ChildProcess {
   else delete env.DATABASE_URL;
   const prof = opt.profile ? ['--cpu-prof', '--cpu-prof-dir', opt.profile] : [];
   const child = spawn(process.execPath, [...prof, '--import', 'tsx', 'src/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  current = child;
   // The server's log lines go to our stderr (our stdout ends with the JSON line); its first-start banner is dropped.
   createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('{') && process.stderr.write(`server: ${line}\n`));
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
@@ -400,6 +402,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   console.error(err);
+  current?.kill('SIGKILL');
   rmSync(tmp, { recursive: true, force: true });
   process.exit(1);
 });

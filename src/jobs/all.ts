@@ -11,7 +11,9 @@ export function backgroundJobs(config: Config): Job[] {
     deadLetterRetentionJob(config.deadLetterRetentionDays),
     productPurgeJob(),
     sessionTimeoutJob(config.sessionTimeoutMinutes),
-    // The embedded store's one connection is shared with requests: short slices (docs/embedded-store.md).
-    rollupJob(config.rollupIntervalSeconds, config.databaseUrl ? 10_000 : 250),
+    // The embedded store's one connection is shared with requests: short slices (docs/embedded-store.md),
+    // starting narrow (a slice is one statement there, and a request waits for the whole of it), widening
+    // from the time each takes. Each transaction id there is one batch of up to 1000 events.
+    config.databaseUrl ? rollupJob(config.rollupIntervalSeconds, 10_000) : rollupJob(config.rollupIntervalSeconds, 250, 4),
   ];
 }

@@ -39,7 +39,8 @@ function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T>
  * is folded exactly once and no refresh is lost to a crash. Each tenant's refresh is a transaction
  * of its own. Slices aim at `sliceMs` each, halving or doubling their width from the last one's
  * time: on the embedded store, whose one connection requests share with the job, that bounds how
- * long a request waits behind it; on PostgreSQL it bounds the length of the job's transactions.
+ * long a request waits behind it; on PostgreSQL it bounds the length of the job's transactions. A
+ * slice that overran narrows the next in proportion (at least by half).
  */
 export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256): Job {
   let width = initialWidth; // transaction ids per slice, carried from run to run
@@ -62,7 +63,7 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
           took = performance.now() - began;
           return range.capped;
         });
-        if (took > sliceMs) width = Math.max(1, Math.floor(width / 2));
+        if (took > sliceMs) width = Math.max(1, Math.floor(width * Math.min(0.5, sliceMs / took)));
         else if (more && took < sliceMs / 4) width = Math.min(width * 2, 1 << 30);
       }
       const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
