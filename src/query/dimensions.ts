@@ -51,8 +51,12 @@ export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
 export const ENV_CTE = (tenantParam: string) =>
   `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM environments WHERE tenant_id = ${tenantParam} ORDER BY actor_id, received_at DESC)`;
 
-/** The same keyed by the identified actor (an identified user's environment is its devices' latest). */
-export const RESOLVED_ENV_CTE = (tenantParam: string) =>
-  `renv AS (SELECT DISTINCT ON (1) coalesce(l.identified_actor_id, x.actor_id) AS actor_id, x.data FROM environments x
-              LEFT JOIN actor_links l ON l.tenant_id = x.tenant_id AND l.anonymous_actor_id = x.actor_id
-             WHERE x.tenant_id = ${tenantParam} ORDER BY 1, x.received_at DESC)`;
+/**
+ * The environment of actor `actor` (an SQL expression), as a LATERAL join aliased v: its latest
+ * X-Environment-Data, sent under its own id or under an anonymous id linked to it. One index probe
+ * per actor (environments' key starts with tenant and actor), not a scan of every environment.
+ */
+export const ACTOR_ENV_JOIN = (tenantParam: string, actor: string) =>
+  `LEFT JOIN LATERAL (SELECT xe.data FROM environments xe WHERE xe.tenant_id = ${tenantParam}
+      AND xe.actor_id = ANY (ARRAY(SELECT ${actor} UNION ALL SELECT k.anonymous_actor_id FROM actor_links k WHERE k.tenant_id = ${tenantParam} AND k.identified_actor_id = ${actor}))
+    ORDER BY xe.received_at DESC LIMIT 1) v ON true`;

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { ENV_FIELD_NAMES, ENV_FIELDS, RESOLVED_ENV_CTE, type EnvField } from '../dimensions.js';
+import { ACTOR_ENV_JOIN, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
 import { FilterProps, head, Params, resolveFilters, type Principal } from '../filters.js';
 import { actorDays } from './actor-days.js';
 
@@ -22,17 +22,17 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   const sql = new Params();
   const ad = actorDays(f, sql);
   const expr = ENV_FIELDS[field];
+  const t = sql.p(s.tenantId);
   const sw = [`r.tenant_id = ${sql.p(s.tenantId)}`, `r.started_at >= ${sql.p(s.from)}`, `r.started_at < ${sql.p(s.to)}`];
   if (s.productId) sw.push(`r.product_id = ${sql.p(s.productId)}`);
   if (s.version !== undefined) sw.push(`r.product_version = ${sql.p(s.version)}`);
   if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.p(s.licenseId)}`);
   const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
-    `WITH ${RESOLVED_ENV_CTE(sql.p(s.tenantId))},
-          ad AS (${ad.sql}),
+    `WITH ad AS (${ad.sql}),
           a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad WHERE day >= ${sql.p(ad.firstDay)}::date) x
-                  LEFT JOIN renv v ON v.actor_id = x.actor GROUP BY 1),
-          s AS (SELECT ${expr} AS value, count(*) AS n FROM rm_sessions r LEFT JOIN renv v ON v.actor_id = r.actor_id WHERE ${sw.join(' AND ')} GROUP BY 1)
+                  ${ACTOR_ENV_JOIN(t, 'x.actor')} GROUP BY 1),
+          s AS (SELECT ${expr} AS value, count(*) AS n FROM rm_sessions r ${ACTOR_ENV_JOIN(t, 'r.actor_id')} WHERE ${sw.join(' AND ')} GROUP BY 1)
      SELECT value, sum(an) AS actors, sum(sn) AS sessions FROM (SELECT value, n AS an, 0 AS sn FROM a UNION ALL SELECT value, 0, n FROM s) u GROUP BY value`,
     sql.values,
   );
