@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { EventListQuery, exportEvents, listEvents, type ExplorerEvent } from '../../query/reports/events.js';
-import { head, resolveFilters } from '../../query/filters.js';
+import { head, resolveFilters, withinBudget } from '../../query/filters.js';
 import type { App, AppContext } from '../context.js';
 import { csvLine, echoHeaders, flatten, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
@@ -31,7 +31,7 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
     async (request, reply) => {
       const principal = principalOf(request);
       const csv = wants(request, 'text/csv');
-      if (!csv && !wants(request, 'application/x-ndjson')) return listEvents(ctx.db, principal, request.query, ctx.now());
+      if (!csv && !wants(request, 'application/x-ndjson')) return withinBudget(listEvents(ctx.db, principal, request.query, ctx.now()));
       // Parameters are checked before the first byte goes out: a bad one is still a problem+json.
       const f = await resolveFilters(ctx.db, principal, request.query, ctx.now());
       echoHeaders(reply, await head(ctx.db, f.scope), 'events', csv ? 'csv' : 'ndjson');

@@ -7,6 +7,7 @@ import { ENV_FIELD_LIST, environmentShares, EnvironmentQuery } from '../../query
 import { Type } from 'typebox';
 import type { App, AppContext } from '../context.js';
 import { activeRows, answer, trendRows } from '../csv.js';
+import { withinBudget } from '../../query/filters.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -35,7 +36,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.TrendsAnswer, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'trends', await trends(ctx.db, principalOf(request), request.query, ctx.now()), trendRows),
+    async (request, reply) => answer(request, reply, 'trends', await withinBudget(trends(ctx.db, principalOf(request), request.query, ctx.now())), trendRows),
   );
 
   app.get(
@@ -52,7 +53,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ActiveActorsAnswer, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'active-actors', await activeActors(ctx.db, principalOf(request), request.query, ctx.now()), activeRows),
+    async (request, reply) => answer(request, reply, 'active-actors', await withinBudget(activeActors(ctx.db, principalOf(request), request.query, ctx.now())), activeRows),
   );
 
   app.get(
@@ -69,7 +70,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ExceptionTrend, ...problems(400, 401, 402, 403, 404, 422) },
       },
     },
-    async (request, reply) => answer(request, reply, 'exception-trend', await exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
+    async (request, reply) => answer(request, reply, 'exception-trend', await withinBudget(exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now()))),
   );
 
   app.get(
@@ -86,7 +87,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.VersionsReport, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'versions', await versionsReport(ctx.db, principalOf(request), request.query, ctx.now()), (a) => a.adoption),
+    async (request, reply) => answer(request, reply, 'versions', await withinBudget(versionsReport(ctx.db, principalOf(request), request.query, ctx.now())), (a) => a.adoption),
   );
 
   app.get(
@@ -102,7 +103,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.AccountsOverTime, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'accounts', await accountsOverTime(ctx.db, principalOf(request), request.query, ctx.now())),
+    async (request, reply) => answer(request, reply, 'accounts', await withinBudget(accountsOverTime(ctx.db, principalOf(request), request.query, ctx.now()))),
   );
 
   app.get(
@@ -120,6 +121,6 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.EnvironmentShares, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'environment', await environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now())),
+    async (request, reply) => answer(request, reply, 'environment', await withinBudget(environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now()))),
   );
 }
