@@ -36,13 +36,14 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
       const f = await resolveFilters(ctx.db, principal, request.query, ctx.now());
       echoHeaders(reply, await head(ctx.db, f.scope), 'events', csv ? 'csv' : 'ndjson');
       const pages = exportEvents(ctx.db, principal, request.query, ctx.now());
+      // One page (a string) buffered ahead of the socket at most: Readable.from would read 16 ahead.
       async function* lines() {
         if (csv) yield csvLine(COLUMNS);
         for await (const rows of pages) {
           yield rows.map((r: ExplorerEvent) => (csv ? csvLine(COLUMNS.map((c) => (c === 'properties' ? r.properties : flatten(r as never)[c]))) : JSON.stringify(r) + '\n')).join('');
         }
       }
-      return reply.type(csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson').send(Readable.from(lines()) as never);
+      return reply.type(csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson').send(Readable.from(lines(), { highWaterMark: 1 }) as never);
     },
   );
 }
