@@ -87,7 +87,10 @@ export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date;
   const point = (field: 'from' | 'to', v: string): Date => {
     const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
     const at = date ? zonedMidnight(Number(date[1]), Number(date[2]), Number(date[3]), tz) : /^\d{4}-\d{2}-\d{2}T/.test(v) ? new Date(v) : new Date(NaN);
-    if (Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999) throw validationError([{ field, message: 'an ISO 8601 date or date-time' }]);
+    // A calendar date that does not exist (Feb 30) is refused, not rolled over into the next month.
+    const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(v);
+    const real = ymd !== null && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0];
+    if (!real || Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999) throw validationError([{ field, message: 'an ISO 8601 date or date-time' }]);
     return at;
   };
   if (p.from !== undefined || p.to !== undefined) {

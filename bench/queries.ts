@@ -1,0 +1,199 @@
+// Measures the reports on PostgreSQL: one tenant with N events over 30 days (2,000 accounts, 50,000 actors, 20 versions,
+// 40 event names, environments for every actor), sessions and exceptions, folded once by the real rollup job; then, per
+// report, the p95 of REQUESTS varied requests (random ranges, time zones, intervals, filters, breakdowns) over real HTTP,
+// the explorer's first page, and a CSV export of every event with the server's RSS growth (same process).
+// The data generator is bench/accounts.ts's (copied: that file runs on import). See docs/benchmarks.md, "Queries".
+// Usage: npm run bench:queries -- [--events 1000000] [--requests 200] [--drop]
+//   DATABASE_URL (default postgres://postgres@127.0.0.1:5432/tally_bench_queries) is dropped and recreated at the start.
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createTenant } from '../src/admin/operations.js';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { mergePlans } from '../src/domain/plans.js';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { openDb } from '../src/storage/db.js';
+import { migrate } from '../src/storage/migrate.js';
+import { insertProduct } from '../src/storage/products.js';
+
+const { values: opt } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, requests: { type: 'string', default: '200' }, drop: { type: 'boolean', default: false } } });
+const [EVENTS, REQUESTS] = [Number(opt.events), Number(opt.requests)];
+const [ACCOUNTS, LICENSES, ACTORS, VERSIONS, CHUNK] = [2_000, 5_000, 50_000, 20, 1_000_000];
+const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench_queries';
+const ADMIN_TOKEN = randomUUID();
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
+const r1 = (n: number) => Math.round(n * 10) / 10;
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
+
+async function admin(sql: string): Promise<void> {
+  const url = new URL(DATABASE_URL);
+  url.pathname = '/postgres';
+  const c = new pg.Client({ connectionString: url.toString() });
+  await c.connect();
+  await c.query(sql);
+  await c.end();
+}
+const dbName = () => `"${decodeURIComponent(new URL(DATABASE_URL).pathname.slice(1)).replaceAll('"', '""')}"`;
+
+const CATEGORIES = ['app', 'ui', 'editor', 'export', 'search', 'sync', 'report', 'settings'];
+const VERBS = ['opened', 'clicked', 'saved', 'completed', 'failed'];
+const PAIRS = CATEGORIES.flatMap((c) => VERBS.map((v) => [c, `${c}_${v}`]));
+
+async function setupDimensions(gen: pg.Client): Promise<void> {
+  await gen.query(`CREATE TEMP TABLE b_licenses AS
+    SELECT l, 'lic_' || lpad(l::text, 5, '0') AS license_id, CASE WHEN l <= ${ACCOUNTS} THEN l ELSE 1 + floor(${ACCOUNTS} * power(random(), 2.5))::int END AS account
+      FROM generate_series(1, ${LICENSES}) l`);
+  await gen.query(`CREATE TEMP TABLE b_account_licenses AS
+    SELECT account, license_id, row_number() OVER (PARTITION BY account ORDER BY l) AS k, count(*) OVER (PARTITION BY account) AS n FROM b_licenses`);
+  await gen.query(`CREATE TEMP TABLE b_actors AS
+    SELECT a.i, 'user-' || lpad(a.i::text, 5, '0') AS actor_id, 'acct_' || lpad(a.account::text, 4, '0') AS account_id, al.license_id
+      FROM (SELECT i, 1 + floor(${ACCOUNTS} * power(random(), 2.5))::int AS account, random() AS r FROM generate_series(1, ${ACTORS}) i) a
+      JOIN (SELECT account, n FROM b_account_licenses WHERE k = 1) c ON c.account = a.account
+      JOIN b_account_licenses al ON al.account = a.account AND al.k = 1 + floor(a.r * c.n)::int`);
+  await gen.query('CREATE TEMP TABLE b_pairs AS SELECT (ord - 1)::int AS i, c AS category, n AS name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(c, n, ord)', [PAIRS.map((p) => p[0]), PAIRS.map((p) => p[1])]);
+  for (const t of ['b_actors', 'b_pairs']) await gen.query(`ALTER TABLE ${t} ADD PRIMARY KEY (i); ANALYZE ${t}`);
+}
+
+const base = (n: number) => `SELECT r.*, a.actor_id,
+        (array[${Array.from({ length: VERSIONS }, (_, v) => `'5.${v}.0'`).join(',')}])[1 + least(${VERSIONS - 1}, floor(extract(epoch FROM ts - $3::timestamptz) / extract(epoch FROM $4::timestamptz - $3::timestamptz) * 16 + r.rv * 4))::int] AS version,
+        CASE WHEN r.ra < 0.1 THEN NULL ELSE a.account_id END AS account_id, CASE WHEN r.ra < 0.2 THEN NULL ELSE a.license_id END AS license_id
+   FROM (SELECT 1 + floor(${ACTORS} * power(random(), 1.6))::int AS ai, random() AS rv, random() AS ra, random() AS rx, random() AS ry,
+                $3::timestamptz + random() * ($4::timestamptz - $3::timestamptz) AS ts FROM generate_series(1, ${n})) r
+   JOIN b_actors a ON a.i = r.ai`;
+
+async function generate(gen: pg.Client, tenant: string, product: string, lo: Date, hi: Date): Promise<void> {
+  const p = [tenant, product, lo, hi];
+  for (let done = 0; done < EVENTS; done += CHUNK) {
+    await gen.query(
+      `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at, actor_id, account_id, license_id, properties)
+       SELECT $1, gen_random_uuid(), $2, g.version, pr.category, pr.name, g.ts, g.ts + interval '2 seconds', g.actor_id, g.account_id, g.license_id,
+              jsonb_build_object('screen', (array['home','settings','editor','billing','reports'])[1 + floor(g.ry * 5)::int])
+         FROM (${base(Math.min(CHUNK, EVENTS - done))}) g JOIN b_pairs pr ON pr.i = floor(${PAIRS.length} * power(g.rx, 2))::int`,
+      p,
+    );
+    console.log(`  events: ${Math.min(EVENTS, done + CHUNK).toLocaleString('en')}`);
+  }
+  await gen.query(
+    `INSERT INTO sessions (tenant_id, session_id, product_id, product_version, actor_id, account_id, license_id, started_at, last_seen_at, ended_at, end_reason, received_at)
+     SELECT $1, gen_random_uuid()::text, $2, g.version, g.actor_id, g.account_id, g.license_id, g.ts, g.ts + g.rx * interval '1 hour',
+            g.ts + g.rx * interval '1 hour', CASE WHEN g.ry < 0.05 THEN 'timeout' ELSE 'normal' END, g.ts FROM (${base(Math.round(EVENTS * 0.02))}) g`,
+    p,
+  );
+  await gen.query(
+    `INSERT INTO exceptions (tenant_id, exception_id, product_id, product_version, exception_type, severity, occurred_at, received_at, actor_id, message, account_id, license_id, fingerprint)
+     SELECT $1, gen_random_uuid()::text, $2, g.version, 'TypeError', CASE WHEN g.ry < 0.1 THEN 'fatal' ELSE 'non_fatal' END, g.ts, g.ts, g.actor_id, 'boom',
+            g.account_id, g.license_id, 'fp_' || floor(300 * power(g.rx, 2))::int FROM (${base(Math.round(EVENTS * 0.005))}) g`,
+    p,
+  );
+  await gen.query(
+    `INSERT INTO environments (tenant_id, actor_id, session_id, data, received_at)
+     SELECT $1, actor_id, '', jsonb_build_object('os_name', (array['Windows','macOS','Linux','iOS','Android'])[1 + i % 5], 'os_version', (10 + i % 4)::text,
+            'runtime_name', (array['node','browser','dotnet'])[1 + i % 3], 'locale', (array['en-US','de-DE','fr-FR','ja-JP'])[1 + i % 4], 'screen', jsonb_build_object('width', 1920, 'height', 1080)), now()
+       FROM b_actors`,
+    [tenant],
+  );
+}
+
+const failures: string[] = [];
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+function get(port: number, key: string, path: string, accept = 'application/json', onChunk?: () => void): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http.get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}`, accept } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (res.statusCode === 200 ? onChunk?.() : (body += c)));
+      res.on('end', () => {
+        if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${body.slice(0, 120)}`);
+        if (res.statusCode === 200 || res.statusCode === 422) resolve(performance.now() - t0);
+        else reject(new Error(`GET ${path}: ${res.statusCode} ${body.slice(0, 300)}`));
+      });
+    }).on('error', reject);
+  });
+}
+
+/** A varied request: range, time zone, interval, and one filter. */
+function common(): string {
+  const range = pick(['range=7d', 'range=30d', 'range=month', 'range=14d', `from=${new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10)}&to=${new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10)}`]);
+  const tz = pick(['UTC', 'UTC', 'America/New_York', 'Europe/Berlin']);
+  return `${range}&tz=${encodeURIComponent(tz)}&interval=${pick(['day', 'day', 'week'])}`;
+}
+const filter = (events: boolean) => pick(['', '', `&product=desktop-app&version=5.${Math.floor(Math.random() * VERSIONS)}.0`, `&account_id=acct_000${1 + Math.floor(Math.random() * 9)}`, ...(events ? [`&name=${pick(PAIRS)[1]}`, '&property=screen:home'] : [])]);
+
+async function main(): Promise<void> {
+  console.log(`load ${load()}; database ${dbName()} recreated; ${EVENTS.toLocaleString('en')} events`);
+  await admin(`DROP DATABASE IF EXISTS ${dbName()} WITH (FORCE)`);
+  await admin(`CREATE DATABASE ${dbName()}`);
+  const db = await openDb({ databaseUrl: DATABASE_URL, poolSize: 8 });
+  await migrate(db);
+  const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0' });
+  const plans = mergePlans({ enterprise: { requests_per_minute: 1_000_000 } });
+  const app = await buildApp({ config, db, plans });
+  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench', plan: 'enterprise' });
+  const product = (await insertProduct(db, tenant.id, 'desktop-app', 'Desktop app'))!;
+  const key = api_keys.find((k) => k.permissions.includes('view_accounts'))!.key;
+  const gen = new pg.Client({ connectionString: DATABASE_URL });
+  await gen.connect();
+  const now = new Date();
+  let t0 = performance.now();
+  await setupDimensions(gen);
+  await generate(gen, tenant.id, product.id, new Date(now.getTime() - 30 * 86_400_000), now);
+  await gen.query('VACUUM (ANALYZE) events, sessions, exceptions, environments');
+  console.log(`generated and vacuumed in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
+  t0 = performance.now();
+  const jobs = startJobs(db, [rollupJob(60)], { warn: console.warn, info() {}, error: console.error } as never);
+  if (!(await jobs.runOnce('rollups'))) throw new Error('the fold failed');
+  await jobs.stop();
+  await gen.query('ANALYZE rm_event_hours, rm_usage_days, rm_actor_days, rm_actor_first, rm_sessions');
+  console.log(`folded in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
+
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const fingerprint = 'fp_1';
+  const reports: Record<string, () => string> = {
+    trends: () => `/v1/reports/trends?${common()}${filter(true)}${pick(['', '&breakdown=name', '&breakdown=version', '&breakdown=account', '&breakdown=os', '&breakdown=property:screen'])}`,
+    active_actors: () => `/v1/reports/active-actors?${common()}${filter(true)}`,
+    versions: () => `/v1/reports/versions?product=desktop-app&${common()}${filter(false).replace(/&product=[^&]*&version=[^&]*/, '')}`,
+    accounts: () => `/v1/reports/accounts?${common()}${filter(true)}`,
+    sessions: () => `/v1/sessions?${common().replace(/&interval=\w+/, '')}${filter(false)}`,
+    sessions_stats: () => `/v1/sessions/stats?${common()}${filter(false)}`,
+    release_health: () => `/v1/sessions/release-health?${common()}${filter(false)}`,
+    environment: () => `/v1/environment/${pick(['os', 'locale', 'runtime', 'screen'])}?${common()}${filter(false)}`,
+    exception_trend: () => `/v1/exceptions/${fingerprint}?${common()}${filter(false)}`,
+    events_first_page: () => `/v1/events?${common().replace(/&interval=\w+/, '')}${filter(true)}`,
+  };
+  const p95: Record<string, number> = {};
+  for (const [name, url] of Object.entries(reports)) {
+    for (let i = 0; i < 5; i++) await get(port, key, url()); // warm-up
+    const times: number[] = [];
+    for (let i = 0; i < REQUESTS; i++) times.push(await get(port, key, url()));
+    p95[name] = r1(pct(times, 95));
+    console.log(`${name}: p50 ${r1(pct(times, 50))} ms, p95 ${p95[name]} ms, max ${r1(Math.max(...times))} ms (${REQUESTS} requests, ${failures.length} answered 422 so far; load ${load()})`);
+  }
+
+  // The export: every event of the 30 days as CSV, the server's RSS sampled while it streams.
+  const rss0 = process.memoryUsage().rss;
+  let peak = rss0;
+  const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+  let chunks = 0;
+  const exportMs = await get(port, key, '/v1/events?range=31d', 'text/csv', () => chunks++);
+  clearInterval(sample);
+  const growth = r1((peak - rss0) / 1_048_576);
+  console.log(`CSV export of ${EVENTS.toLocaleString('en')} events: ${(exportMs / 1000).toFixed(1)} s, ${chunks} chunks, RSS growth ${growth} MB (from ${r1(rss0 / 1_048_576)} MB); load ${load()}`);
+  agent.destroy();
+  await app.close();
+  await gen.end();
+  await db.close();
+  if (opt.drop) await admin(`DROP DATABASE ${dbName()}`);
+  for (const f of failures.slice(0, 10)) console.log(`  ${f}`);
+  console.log(JSON.stringify({ store: 'postgres', events: EVENTS, p95_ms: p95, export_rss_growth_mb: growth, query_too_large: failures.length, load_1m: Number(loadavg()[0]!.toFixed(2)) }));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,80 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+// CSV on every report (`Accept: text/csv`): the answer's rows, nested objects flattened into
+// dotted columns, arrays as JSON. What the JSON answer echoes (range, time zone, interval,
+// refreshed_at) goes into headers. A cell that starts with = + - @ or a tab is prefixed with '
+// so that a spreadsheet does not run it as a formula (OWASP's CSV injection advice).
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows are any object answer
+export type Row = { [k: string]: any };
+
+export const wants = (request: FastifyRequest, type: 'text/csv' | 'application/x-ndjson') => (request.headers.accept ?? '').toLowerCase().includes(type);
+
+function cell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  let s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (/^[=+\-@\t\r]/.test(s) && typeof v === 'string') s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export function flatten(row: Row, prefix = '', out: Row = {}): Row {
+  for (const [k, v] of Object.entries(row)) {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) flatten(v as Row, `${prefix}${k}.`, out);
+    else out[`${prefix}${k}`] = v;
+  }
+  return out;
+}
+
+export const csvLine = (values: unknown[]) => values.map(cell).join(',') + '\r\n';
+
+export function csvTable(rows: Row[], columns?: string[]): string {
+  const flat = rows.map((r) => flatten(r));
+  const cols = columns ?? [...new Set(flat.flatMap((r) => Object.keys(r)))];
+  return csvLine(cols) + flat.map((r) => csvLine(cols.map((c) => r[c]))).join('');
+}
+
+interface Echo {
+  range?: { from: string; to: string };
+  tz?: string;
+  interval?: string;
+  refreshed_at?: string | null;
+}
+
+/** The echo of an answer as headers, for CSV and NDJSON answers. */
+export function echoHeaders(reply: FastifyReply, a: Echo, name: string, ext: string): void {
+  if (a.range) reply.header('x-range-from', a.range.from).header('x-range-to', a.range.to);
+  if (a.tz) reply.header('x-time-zone', a.tz);
+  if (a.interval) reply.header('x-interval', a.interval);
+  reply.header('x-refreshed-at', a.refreshed_at ?? 'never');
+  reply.header('content-disposition', `attachment; filename="${name}.${ext}"`);
+}
+
+/** The answer as JSON, or as CSV when asked (rows: the answer's `data` unless the report says otherwise). */
+export async function answer<A extends Echo>(request: FastifyRequest, reply: FastifyReply, name: string, a: A, rows?: (a: A) => Row[]): Promise<A | FastifyReply> {
+  if (!wants(request, 'text/csv')) return a;
+  echoHeaders(reply, a, name, 'csv');
+  const body = csvTable(rows ? rows(a) : ((a as unknown as { data?: Row[] }).data ?? []));
+  return reply.type('text/csv; charset=utf-8').send(body);
+}
+
+interface TrendsLike {
+  series: { breakdown_value: string | null; other: boolean; data: Row[] }[];
+  compare?: { series: TrendsLike['series'] };
+}
+/** Trends: one row per series and bucket; the previous period's rows follow with period=previous. */
+export const trendRows = (a: TrendsLike): Row[] =>
+  (['current', 'previous'] as const).flatMap((period) =>
+    (period === 'current' ? a.series : (a.compare?.series ?? [])).flatMap((s) => s.data.map((p) => ({ period, breakdown_value: s.breakdown_value, other: s.other, ...p }))),
+  );
+
+interface ActiveLike {
+  data: Row[];
+  rolling: Row[];
+  lifecycle: Row[];
+}
+/** Active actors: one row per date, the interval's counts and lifecycle beside the day's rolling counts. */
+export function activeRows(a: ActiveLike): Row[] {
+  const rows = new Map<string, Row>();
+  for (const r of [...a.data, ...a.lifecycle, ...a.rolling]) rows.set(String(r.date), { ...rows.get(String(r.date)), ...r });
+  return [...rows.values()].sort((x, y) => String(x.date).localeCompare(String(y.date)));
+}

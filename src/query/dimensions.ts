@@ -1,0 +1,62 @@
+import { validationError } from '../errors.js';
+
+// The fields reports break down and group by, each as a SQL expression over raw events (alias e),
+// the actor's environment (alias v: its latest X-Environment-Data, `data`) and products (alias p).
+
+/** Environment fields, from what clients send in X-Environment-Data (docs/client.md). */
+export const ENV_FIELDS = {
+  os: `coalesce(v.data ->> 'os_name', v.data ->> 'os')`,
+  os_version: `v.data ->> 'os_version'`,
+  runtime: `coalesce(v.data ->> 'runtime_name', v.data ->> 'runtime')`,
+  runtime_version: `v.data ->> 'runtime_version'`,
+  browser: `v.data ->> 'browser'`,
+  locale: `v.data ->> 'locale'`,
+  arch: `v.data ->> 'arch'`,
+  screen: `CASE WHEN jsonb_typeof(v.data -> 'screen') = 'object' THEN (v.data -> 'screen' ->> 'width') || 'x' || (v.data -> 'screen' ->> 'height') ELSE v.data ->> 'screen' END`,
+} as const;
+export type EnvField = keyof typeof ENV_FIELDS;
+export const ENV_FIELD_NAMES = Object.keys(ENV_FIELDS) as EnvField[];
+
+const EVENT_FIELDS = {
+  category: 'e.category',
+  name: 'e.name',
+  version: 'e.product_version',
+  product: '(SELECT p.slug FROM products p WHERE p.id = e.product_id)',
+  account: `nullif(e.account_id, '')`,
+  license: `nullif(e.license_id, '')`,
+} as const;
+
+export interface Breakdown {
+  expr: string;
+  /** Needs the actor's environment (the env CTE). */
+  env: boolean;
+  /** An account or license breakdown: per-account answers. */
+  account: boolean;
+  /** A property key, passed as a parameter. */
+  propertyKey?: string;
+}
+
+export const BREAKDOWN_DESCRIPTION = `one of ${Object.keys(EVENT_FIELDS).join(', ')}, ${ENV_FIELD_NAMES.join(', ')}, or property:<key>`;
+
+export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
+  if (raw === undefined) return undefined;
+  if (raw in EVENT_FIELDS) return { expr: EVENT_FIELDS[raw as keyof typeof EVENT_FIELDS], env: false, account: raw === 'account' || raw === 'license' };
+  if (raw in ENV_FIELDS) return { expr: ENV_FIELDS[raw as EnvField], env: true, account: false };
+  const m = /^property:(.{1,64})$/su.exec(raw);
+  if (m && !m[1]!.includes('\u0000')) return { expr: '', env: false, account: false, propertyKey: m[1]! };
+  throw validationError([{ field: 'breakdown', message: BREAKDOWN_DESCRIPTION }]);
+}
+
+/** The actor's latest environment, for a join on v.actor_id = e.actor_id (the actor as sent). */
+export const ENV_CTE = (tenantParam: string) =>
+  `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM environments WHERE tenant_id = ${tenantParam} ORDER BY actor_id, received_at DESC)`;
+
+/**
+ * The environment of actor `actor` (an SQL expression), as a LATERAL join aliased v: its latest
+ * X-Environment-Data, sent under its own id or under an anonymous id linked to it. One index probe
+ * per actor (environments' key starts with tenant and actor), not a scan of every environment.
+ */
+export const ACTOR_ENV_JOIN = (tenantParam: string, actor: string) =>
+  `LEFT JOIN LATERAL (SELECT xe.data FROM environments xe WHERE xe.tenant_id = ${tenantParam}
+      AND xe.actor_id = ANY (ARRAY(SELECT ${actor} UNION ALL SELECT k.anonymous_actor_id FROM actor_links k WHERE k.tenant_id = ${tenantParam} AND k.identified_actor_id = ${actor}))
+    ORDER BY xe.received_at DESC LIMIT 1) v ON true`;

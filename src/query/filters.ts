@@ -1,0 +1,197 @@
+import { Type, type Static } from 'typebox';
+import { AppError, forbidden, StoreUnavailableError, validationError } from '../errors.js';
+import type { Permission } from '../domain/keys.js';
+import type { Queryable } from '../storage/db.js';
+import { rollupInfo } from '../storage/accounts.js';
+import type { TenantRow } from '../storage/tenants.js';
+import { requireFeature } from './guard.js';
+import { cursorKey } from './page.js';
+import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
+
+// The one filter grammar of the query side (docs/reports.md): every report, the sessions, the
+// environment and the event explorer take these parameters, parse them here and nowhere else.
+// The scope resolver (scope.ts) does range, time zone, interval, product, version and the plan
+// guard; this module adds what only reports need: category, name, property equality, compare,
+// the `read` / `view_accounts` permissions, and the SQL conditions on raw events.
+
+const Id = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 256, description }));
+export const FilterProps = {
+  range: Type.Optional(Type.String({ maxLength: 8, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month` (this calendar month so far); default 30d' })),
+  from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time; a bare date is local midnight in tz. Not with range' })),
+  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time (exclusive); default now' })),
+  tz: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone name; default UTC' })),
+  interval: Type.Optional(Type.Enum(['hour', 'day', 'week', 'month'], { description: 'bucket width; weeks start on Monday; default day' })),
+  product: Id('product id or slug'),
+  version: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'a product_version, or `latest` (needs product)' })),
+  category: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  account_id: Id('needs view_accounts, a plan with account views and account context enabled'),
+  license_id: Id('needs view_accounts, a plan with account views and account context enabled'),
+  property: Type.Optional(
+    Type.Array(Type.String({ minLength: 2, maxLength: 322 }), {
+      maxItems: 5,
+      description: 'event property equality, `key:value` (split at the first colon); repeat for AND; values compare as strings',
+    }),
+  ),
+  compare: Type.Optional(Type.Literal('previous', { description: 'also answer the previous period of the same length' })),
+};
+export const FilterQuery = Type.Object(FilterProps);
+export type FilterParams = Partial<Static<typeof FilterQuery>>;
+
+export interface Principal {
+  permissions: readonly Permission[];
+  tenant: Readonly<TenantRow>;
+}
+
+export interface Filters {
+  scope: Scope;
+  category?: string | undefined;
+  name?: string | undefined;
+  properties: [string, string][];
+  compare: boolean;
+  /** `range=Nd`: N, so that the previous period is whole local days too. */
+  days?: number | undefined;
+  /** `range=month`: the previous period is the previous calendar month. */
+  month: boolean;
+}
+
+/** Per-account answers: the key's view_accounts (403 forbidden), then the plan (402) and account context (403). */
+export function requireAccountAnswers(principal: Principal): void {
+  if (!principal.permissions.includes('view_accounts')) throw forbidden('view_accounts');
+  requireFeature(principal.tenant, 'account_context');
+}
+
+function parseProperties(raw: string[] | undefined): [string, string][] {
+  return (raw ?? []).map((p) => {
+    const i = p.indexOf(':');
+    if (i < 1 || i > 64 || p.length - i - 1 > 256 || p.includes('\u0000')) throw validationError([{ field: 'property', message: 'key:value, key 1–64 and value up to 256 characters' }]);
+    return [p.slice(0, i), p.slice(i + 1)];
+  });
+}
+
+export async function resolveFilters(q: Queryable, principal: Principal, p: FilterParams, now: Date): Promise<Filters> {
+  if (p.account_id !== undefined || p.license_id !== undefined) requireAccountAnswers(principal);
+  const properties = parseProperties(p.property);
+  const scope = await resolveScope(q, principal.tenant, p, now);
+  const days = /^(\d+)d$/.exec(p.range ?? (p.from === undefined && p.to === undefined ? '30d' : ''));
+  return { scope, category: p.category, name: p.name, properties, compare: p.compare === 'previous', days: days ? Number(days[1]) : undefined, month: p.range === 'month' };
+}
+
+/**
+ * The previous period: `range=Nd` moves back N local days (so its buckets are whole days too),
+ * `month` the previous calendar month over the same span, from/to by their length.
+ */
+export function previousPeriod(f: Filters): Filters {
+  const { from, to, tz } = f.scope;
+  let prevFrom: Date;
+  if (f.days !== undefined) {
+    const d = localDate(from, tz);
+    prevFrom = zonedMidnight(d.y, d.m, d.d - f.days, tz);
+  } else if (f.month) {
+    const d = localDate(from, tz);
+    prevFrom = zonedMidnight(d.y, d.m - 1, 1, tz);
+  } else prevFrom = new Date(from.getTime() - (to.getTime() - from.getTime()));
+  const shift = from.getTime() - prevFrom.getTime();
+  return { ...f, compare: false, scope: { ...f.scope, from: prevFrom, to: new Date(to.getTime() - shift) } };
+}
+
+/** What every answer opens with: the resolved range, time zone, interval, and how fresh derived data is. */
+export async function head(q: Queryable, s: Scope) {
+  const r = await rollupInfo(q, s.tenantId);
+  return { ...echo(s), refreshed_at: r?.refreshed_at ?? null };
+}
+
+const BUCKET_MS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 28 * 86_400_000 } as const;
+/** A series longer than this many points is a 422 query_too_large naming interval and range. */
+export const MAX_BUCKETS = 2_000;
+export function checkBuckets(s: Scope): void {
+  const n = Math.ceil((s.to.getTime() - s.from.getTime()) / BUCKET_MS[s.interval]);
+  if (n > MAX_BUCKETS) {
+    throw new AppError(422, 'query_too_large', `${n} ${s.interval} buckets; at most ${MAX_BUCKETS}: narrow the range or widen the interval`, {
+      errors: [{ field: 'interval', message: 'too many buckets for the range' }, { field: 'range', message: 'too long for the interval' }],
+    });
+  }
+}
+
+/** Positional parameters for hand-written SQL: `sql.p(value)` is `$n`. */
+export class Params {
+  readonly values: unknown[] = [];
+  p(v: unknown): string {
+    this.values.push(v);
+    return `$${this.values.length}`;
+  }
+}
+
+/** The raw events of the filters (alias e), from..to; the actor resolved through identify links is `actor`. */
+export function rawEvents(f: Filters, sql: Params, columns: string, joins = ''): string {
+  const s = f.scope;
+  const where = [`e.tenant_id = ${sql.p(s.tenantId)}`, `e.occurred_at >= ${sql.p(s.from)}`, `e.occurred_at < ${sql.p(s.to)}`];
+  if (s.productId) where.push(`e.product_id = ${sql.p(s.productId)}`);
+  if (s.version !== undefined) where.push(`e.product_version = ${sql.p(s.version)}`);
+  if (s.accountId !== undefined) where.push(`e.account_id = ${sql.p(s.accountId)}`);
+  if (s.licenseId !== undefined) where.push(`e.license_id = ${sql.p(s.licenseId)}`);
+  if (f.category !== undefined) where.push(`e.category = ${sql.p(f.category)}`);
+  if (f.name !== undefined) where.push(`e.name = ${sql.p(f.name)}`);
+  for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.p(k)} = ${sql.p(v)}`);
+  return `SELECT ${columns} FROM events e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
+}
+
+export const ACTOR = 'coalesce(l.identified_actor_id, e.actor_id)';
+
+/** The local bucket an instant falls in, as a timestamp without time zone. */
+export const bucketOf = (col: string, sql: Params, s: Scope) => `date_trunc('${s.interval}', ${col} AT TIME ZONE ${sql.p(s.tz)})`;
+
+/** Every local bucket of the range, empty ones too (b: local timestamp). */
+export function bucketSeries(sql: Params, s: Scope): string {
+  const tz = sql.p(s.tz);
+  return `SELECT generate_series(date_trunc('${s.interval}', ${sql.p(s.from)}::timestamptz AT TIME ZONE ${tz}),
+            ${sql.p(s.to)}::timestamptz AT TIME ZONE ${tz} - interval '1 microsecond', interval '1 ${s.interval}') AS b`;
+}
+
+/** A bucket's label: its local start, `YYYY-MM-DD` (day, week, month) or `YYYY-MM-DDTHH:00` (hour). */
+export const label = (col: string, s: Scope) => (s.interval === 'hour' ? `to_char(${col}, 'YYYY-MM-DD"T"HH24:00')` : `to_char(${col}, 'YYYY-MM-DD')`);
+
+/** The filters that apply to sessions and exceptions (no event name, category or property). */
+export const RecordFilterProps = (({ category: _c, name: _n, property: _p, ...rest }) => rest)(FilterProps);
+
+/** Conditions on a table with tenant_id, product_id, product_version, account_id, license_id and a time column. */
+export function recordWhere(f: Filters, sql: Params, time: string, alias: string): string[] {
+  const s = f.scope;
+  const where = [`${alias}.tenant_id = ${sql.p(s.tenantId)}`, `${alias}.${time} >= ${sql.p(s.from)}`, `${alias}.${time} < ${sql.p(s.to)}`];
+  if (s.productId) where.push(`${alias}.product_id = ${sql.p(s.productId)}`);
+  if (s.version !== undefined) where.push(`${alias}.product_version = ${sql.p(s.version)}`);
+  if (s.accountId !== undefined) where.push(`${alias}.account_id = ${sql.p(s.accountId)}`);
+  if (s.licenseId !== undefined) where.push(`${alias}.license_id = ${sql.p(s.licenseId)}`);
+  return where;
+}
+
+/** A timestamp column as exact text (microseconds, UTC) for a keyset cursor: ISO milliseconds would skip rows. */
+export const exactTime = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** A keyset cursor (exact timestamp, id): the page layer's shape check, then a real date PostgreSQL can hold. */
+export function keysetCursor(cursor: string | undefined, id: RegExp = /^.+$/su): [string, string] | undefined {
+  const key = cursorKey(cursor, ['timestamp', 'text']);
+  if (!key) return undefined;
+  const ymd = /^(\d{4})-(\d{2})-(\d{2})T/.exec(key[0]!);
+  const real = ymd !== null && Number(ymd[1]) >= 1970 && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0].slice(0, 10);
+  if (!real || !id.test(key[1]!)) throw validationError([{ field: 'cursor', message: 'not a cursor this API returned' }]);
+  return [key[0]!, key[1]!];
+}
+
+/**
+ * CONTRACT.md: a query too large for its time budget (the store's statement timeout) is a 422
+ * query_too_large naming what to narrow, never a 503.
+ */
+export async function withinBudget<T>(answer: Promise<T>): Promise<T> {
+  try {
+    return await answer;
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    if (err instanceof StoreUnavailableError && (cause?.code === '57014' || /statement timeout|query read timeout/i.test(cause?.message ?? ''))) {
+      throw new AppError(422, 'query_too_large', 'the query ran past its time budget: narrow the range, widen the interval, or add a product, name or account filter', {
+        errors: [{ field: 'range', message: 'too large for the time budget' }],
+      });
+    }
+    throw err;
+  }
+}

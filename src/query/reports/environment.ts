@@ -1,0 +1,50 @@
+import { Type, type Static } from 'typebox';
+import type { Queryable } from '../../storage/db.js';
+import { ACTOR_ENV_JOIN, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
+import { FilterProps, head, Params, resolveFilters, type Principal } from '../filters.js';
+import { actorDays } from './actor-days.js';
+
+// Environment shares (docs/reports.md): active actors and sessions started in the range, by a
+// field of what clients sent in X-Environment-Data (the actor's latest; a session counts under its
+// actor's). Values past `limit` are summed into one "other" row; no value sent is null.
+
+export const EnvironmentQuery = Type.Object({
+  ...(({ compare: _c, ...rest }) => rest)(FilterProps),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+});
+export const ENV_FIELD_LIST = ENV_FIELD_NAMES;
+
+export async function environmentShares(q: Queryable, principal: Principal, field: EnvField, p: Static<typeof EnvironmentQuery>, now: Date) {
+  const f = await resolveFilters(q, principal, { ...p, interval: p.interval === 'hour' ? 'day' : p.interval }, now);
+  const h = await head(q, f.scope);
+  if (f.scope.empty) return { ...h, field, data: [] };
+  const s = f.scope;
+  const sql = new Params();
+  const ad = actorDays(f, sql);
+  const expr = ENV_FIELDS[field];
+  const t = sql.p(s.tenantId);
+  const sw = [`r.tenant_id = ${sql.p(s.tenantId)}`, `r.started_at >= ${sql.p(s.from)}`, `r.started_at < ${sql.p(s.to)}`];
+  if (s.productId) sw.push(`r.product_id = ${sql.p(s.productId)}`);
+  if (s.version !== undefined) sw.push(`r.product_version = ${sql.p(s.version)}`);
+  if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.p(s.accountId)}`);
+  if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.p(s.licenseId)}`);
+  const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
+    `WITH ad AS (${ad.sql}),
+          a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad WHERE day >= ${sql.p(ad.firstDay)}::date) x
+                  ${ACTOR_ENV_JOIN(t, 'x.actor')} GROUP BY 1),
+          s AS (SELECT ${expr} AS value, count(*) AS n FROM rm_sessions r ${ACTOR_ENV_JOIN(t, 'r.actor_id')} WHERE ${sw.join(' AND ')} GROUP BY 1)
+     SELECT value, sum(an) AS actors, sum(sn) AS sessions FROM (SELECT value, n AS an, 0 AS sn FROM a UNION ALL SELECT value, 0, n FROM s) u GROUP BY value`,
+    sql.values,
+  );
+  const all = rows.map((r) => ({ value: r.value, actors: Number(r.actors), sessions: Number(r.sessions) })).sort((x, y) => y.actors - x.actors || y.sessions - x.sessions || String(x.value).localeCompare(String(y.value)));
+  const limit = p.limit ?? 20;
+  const totalActors = all.reduce((a, r) => a + r.actors, 0);
+  const share = (n: number) => (totalActors === 0 ? 0 : Math.round((n / totalActors) * 1_000_000) / 10_000);
+  const top = all.slice(0, limit).map((r) => ({ ...r, other: false, actor_share: share(r.actors) }));
+  const rest = all.slice(limit);
+  if (rest.length > 0) {
+    const actors = rest.reduce((a, r) => a + r.actors, 0);
+    top.push({ value: null, other: true, actors, sessions: rest.reduce((a, r) => a + r.sessions, 0), actor_share: share(actors) });
+  }
+  return { ...h, field, source: ad.source, data: top };
+}

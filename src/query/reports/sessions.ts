@@ -1,0 +1,145 @@
+import { Type, type Static } from 'typebox';
+import type { Queryable } from '../../storage/db.js';
+import { iso } from '../../storage/rows.js';
+import { checkBuckets, exactTime, head, keysetCursor, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { pageOf } from '../page.js';
+import { bucketLabels } from './trends.js';
+
+// Sessions (docs/reports.md), from the read model's sessions (rm_sessions: status as Sentry's
+// release health defines it, the actor after identify, the account a session adopted), counted
+// by their start. Duration: ended_at − started_at of ended sessions, in seconds.
+
+const STATUSES = ['healthy', 'errored', 'crashed', 'abnormal', 'open'] as const;
+export const SessionListQuery = Type.Object({
+  ...RecordFilterProps,
+  status: Type.Optional(Type.Enum([...STATUSES], { description: 'crashed: a fatal exception; abnormal: ended by timeout or sdk_recovery; errored: a non-fatal exception; healthy: ended normally' })),
+  actor_id: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 1024 })),
+});
+export const SessionStatsQuery = Type.Object(RecordFilterProps);
+export const ReleaseHealthQuery = Type.Object(RecordFilterProps);
+
+interface SessionOut {
+  session_id: string;
+  actor_id: string | null;
+  product: string;
+  product_version: string | null;
+  account_id: string | null;
+  license_id: string | null;
+  started_at: string;
+  ended_at: string | null;
+  end_reason: string | null;
+  duration_s: number | null;
+  errors: number;
+  status: (typeof STATUSES)[number];
+}
+
+const n = (v: unknown) => Number(v ?? 0);
+const rate = (bad: number, all: number) => (all === 0 ? null : Math.round((1 - bad / all) * 1_000_000) / 10_000);
+/** The started sessions of the filters (alias r), with the day bound that lets the index narrow the scan. */
+function where(f: Filters, sql: Params): string {
+  const s = f.scope;
+  const w = recordWhere(f, sql, 'started_at', 'r');
+  w.push(`r.day >= (${sql.p(s.from)}::timestamptz AT TIME ZONE 'UTC')::date`, `r.day <= (${sql.p(s.to)}::timestamptz AT TIME ZONE 'UTC')::date`);
+  return w.join(' AND ');
+}
+
+export async function listSessions(q: Queryable, principal: Principal, p: Static<typeof SessionListQuery>, now: Date) {
+  const f = await resolveFilters(q, principal, p, now);
+  const before = keysetCursor(p.cursor);
+  const limit = p.limit ?? 50;
+  if (f.scope.empty) return { ...(await head(q, f.scope)), data: [], next_cursor: null };
+  const sql = new Params();
+  const w = [where(f, sql)];
+  if (p.status) w.push(`r.status = ${sql.p(p.status)}`);
+  if (p.actor_id) w.push(`r.actor_id = ${sql.p(p.actor_id)}`);
+  if (before) w.push(`(r.started_at, r.session_id) < (${sql.p(before[0])}::timestamptz, ${sql.p(before[1])})`);
+  const rows = await q.query<SessionOut & { started_at: Date; ended_at: Date | null; errors: string; at_key: string }>(
+    `SELECT r.session_id, r.actor_id, p.slug AS product, r.product_version, r.account_id, r.license_id, r.started_at, r.ended_at, r.end_reason,
+            extract(epoch FROM r.ended_at - r.started_at)::float8 AS duration_s, r.errors, r.status, ${exactTime('r.started_at')} AS at_key
+       FROM rm_sessions r JOIN products p ON p.id = r.product_id
+      WHERE ${w.join(' AND ')} ORDER BY r.started_at DESC, r.session_id DESC LIMIT ${sql.p(limit + 1)}`,
+    sql.values,
+  );
+  const paged = pageOf(rows, limit, (r) => [r.at_key, r.session_id]);
+  const data: SessionOut[] = paged.data.map(({ at_key: _k, ...r }) => ({ ...r, started_at: iso(r.started_at)!, ended_at: iso(r.ended_at), errors: n(r.errors) }));
+  return { ...(await head(q, f.scope)), data, next_cursor: paged.next_cursor };
+}
+
+export async function sessionStats(q: Queryable, principal: Principal, p: Static<typeof SessionStatsQuery>, now: Date) {
+  const f = await resolveFilters(q, principal, p, now);
+  checkBuckets(f.scope);
+  const h = await head(q, f.scope);
+  const labels = await bucketLabels(q, f);
+  const statuses = (counts: Record<string, number>) => Object.fromEntries(STATUSES.map((s) => [s, counts[s] ?? 0])) as Record<(typeof STATUSES)[number], number>;
+  const zero = { sessions: 0, duration_s: { p50: null, p90: null, p99: null }, end_reasons: {}, statuses: statuses({}), data: labels.map((date) => ({ date, sessions: 0 })) };
+  if (f.scope.empty) return { ...h, ...zero };
+  const sql = new Params();
+  const w = where(f, sql);
+  const [totals] = await q.query<{ sessions: string; d: number[] | null }>(
+    `SELECT count(*) AS sessions,
+            percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY extract(epoch FROM r.ended_at - r.started_at)) FILTER (WHERE r.ended_at IS NOT NULL) AS d
+       FROM rm_sessions r WHERE ${w}`,
+    sql.values,
+  );
+  const groups = await q.query<{ kind: string; k: string; n: string }>(
+    `SELECT 'reason' AS kind, coalesce(r.end_reason, 'open') AS k, count(*) AS n FROM rm_sessions r WHERE ${w} GROUP BY 2
+     UNION ALL SELECT 'status', r.status, count(*) FROM rm_sessions r WHERE ${w} GROUP BY 2
+     UNION ALL SELECT 'bucket', ${label(`date_trunc('${f.scope.interval}', r.started_at AT TIME ZONE ${sql.p(f.scope.tz)})`, f.scope)}, count(*) FROM rm_sessions r WHERE ${w} GROUP BY 2`,
+    sql.values,
+  );
+  const of = (kind: string) => Object.fromEntries(groups.filter((g) => g.kind === kind).map((g) => [g.k, n(g.n)]));
+  const buckets = of('bucket');
+  const d = totals?.d ?? null;
+  const round = (v: number | null | undefined): number | null => (v === undefined || v === null ? null : Math.round(v * 1000) / 1000);
+  return {
+    ...h,
+    sessions: n(totals?.sessions),
+    duration_s: { p50: round(d?.[0]), p90: round(d?.[1]), p99: round(d?.[2]) },
+    end_reasons: of('reason'),
+    statuses: statuses(of('status')),
+    data: labels.map((date) => ({ date, sessions: buckets[date] ?? 0 })),
+  };
+}
+
+/**
+ * Release health per (product, version), as Sentry defines it: crash-free sessions = 1 − crashed
+ * sessions / sessions; crash-free actors = 1 − actors with a crashed session / actors with a
+ * session; adoption = the version's share of the range's sessions and of its actors.
+ */
+export async function releaseHealth(q: Queryable, principal: Principal, p: Static<typeof ReleaseHealthQuery>, now: Date) {
+  const f = await resolveFilters(q, principal, p, now);
+  const h = await head(q, f.scope);
+  if (f.scope.empty) return { ...h, data: [] };
+  const sql = new Params();
+  const rows = await q.query<Record<string, string>>(
+    `WITH s AS (SELECT r.product_id, r.product_version, r.actor_id, r.status FROM rm_sessions r WHERE ${where(f, sql)}),
+          all_ AS (SELECT count(*) AS sessions, count(DISTINCT actor_id) AS actors FROM s)
+     SELECT p.slug AS product, s.product_version, count(*) AS sessions, count(DISTINCT s.actor_id) AS actors,
+            count(*) FILTER (WHERE s.status = 'crashed') AS crashed, count(*) FILTER (WHERE s.status = 'errored') AS errored,
+            count(*) FILTER (WHERE s.status = 'abnormal') AS abnormal, count(*) FILTER (WHERE s.status = 'healthy') AS healthy,
+            count(DISTINCT s.actor_id) FILTER (WHERE s.status = 'crashed') AS crashed_actors,
+            max(all_.sessions) AS all_sessions, max(all_.actors) AS all_actors
+       FROM s JOIN products p ON p.id = s.product_id CROSS JOIN all_
+      GROUP BY p.slug, s.product_version ORDER BY count(*) DESC, s.product_version`,
+    sql.values,
+  );
+  return {
+    ...h,
+    data: rows.map((r) => ({
+      product: r.product!,
+      product_version: r.product_version!,
+      sessions: n(r.sessions),
+      actors: n(r.actors),
+      crashed_sessions: n(r.crashed),
+      errored_sessions: n(r.errored),
+      abnormal_sessions: n(r.abnormal),
+      healthy_sessions: n(r.healthy),
+      crashed_actors: n(r.crashed_actors),
+      crash_free_sessions: rate(n(r.crashed), n(r.sessions)),
+      crash_free_actors: rate(n(r.crashed_actors), n(r.actors)),
+      adoption: { sessions: rate(n(r.all_sessions) - n(r.sessions), n(r.all_sessions)), actors: rate(n(r.all_actors) - n(r.actors), n(r.all_actors)) },
+    })),
+  };
+}

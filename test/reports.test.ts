@@ -1,0 +1,259 @@
+// Trends and active actors over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. The right answers are worked out by hand in the comments.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { ADMIN_TOKEN, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+let key: string;
+const silent = { warn() {}, info() {}, error() {} } as never;
+
+// The fixture (UTC). 2026-01-29 is a Thursday; weeks start on Monday (Jan 26, Feb 2).
+//   a1: Jan 29 10:00 click, Jan 31 23:30 click, Feb 1 10:00 view        (plan free)
+//   a2: Jan 30 12:00 click, Feb 1 12:00 click, Feb 2 12:00 view         (plan pro)
+//   a3: Feb 2 01:00 click  (= Feb 1 20:00 in New York, UTC-5)           (plan pro)
+//   a4: Jan 20 12:00 click (before every range), Feb 2 15:00 click      (plan pro)
+const FIXTURE: [string, string, string][] = [
+  ['a1', '2026-01-29T10:00:00Z', 'click'],
+  ['a1', '2026-01-31T23:30:00Z', 'click'],
+  ['a1', '2026-02-01T10:00:00Z', 'view'],
+  ['a2', '2026-01-30T12:00:00Z', 'click'],
+  ['a2', '2026-02-01T12:00:00Z', 'click'],
+  ['a2', '2026-02-02T12:00:00Z', 'view'],
+  ['a3', '2026-02-02T01:00:00Z', 'click'],
+  ['a4', '2026-01-20T12:00:00Z', 'click'],
+  ['a4', '2026-02-02T15:00:00Z', 'click'],
+];
+
+before(async () => {
+  t = await startTestApp();
+  const tenant = await tenantWithProduct(t.app, 'business');
+  key = tenant.adminKey;
+  const batch = FIXTURE.map(([actor, timestamp, name]) => event({ actor_id: actor, timestamp, name, account_id: actor === 'a1' ? 'acme' : 'globex', properties: { plan: actor === 'a1' ? 'free' : 'pro' } }));
+  assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+  const jobs = startJobs(t.db, [rollupJob(60)], silent);
+  assert.equal(await jobs.runOnce('rollups'), true);
+  await jobs.stop();
+});
+after(async () => t.close());
+
+const RANGE = 'from=2026-01-29&to=2026-02-03';
+async function ok(url: string) {
+  const res = await get(t.app, key, url);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json();
+}
+const points = (s: { data: { date: string; events: number; actors: number }[] }) => s.data.map((p) => [p.date, p.events, p.actors]);
+
+describe('GET /v1/reports/trends', () => {
+  it('counts events and distinct actors per UTC day, and echoes the resolved range', async () => {
+    const body = await ok(`/v1/reports/trends?${RANGE}`);
+    assert.deepEqual(body.range, { from: '2026-01-29T00:00:00.000Z', to: '2026-02-03T00:00:00.000Z' });
+    assert.equal(body.tz, 'UTC');
+    assert.equal(body.interval, 'day');
+    assert.ok(body.refreshed_at);
+    assert.equal(body.series.length, 1);
+    // Jan 29: a1; Jan 30: a2; Jan 31: a1 (23:30); Feb 1: a1, a2; Feb 2: a2, a3, a4. a4's Jan 20 is outside.
+    assert.deepEqual(points(body.series[0]), [
+      ['2026-01-29', 1, 1],
+      ['2026-01-30', 1, 1],
+      ['2026-01-31', 1, 1],
+      ['2026-02-01', 2, 2],
+      ['2026-02-02', 3, 3],
+    ]);
+    assert.deepEqual(body.series[0].total, { events: 8, actors: 4 });
+  });
+
+  it('counts in the time zone\'s own days (America/New_York, UTC-5)', async () => {
+    const body = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York`);
+    // Local midnights: Jan 29 05:00Z to Feb 3 05:00Z. Local: a1 Jan 29 05:00, Jan 31 18:30, Feb 1 05:00;
+    // a2 Jan 30 07:00, Feb 1 07:00, Feb 2 07:00; a3 Feb 1 20:00; a4 Feb 2 10:00.
+    assert.deepEqual(body.range, { from: '2026-01-29T05:00:00.000Z', to: '2026-02-03T05:00:00.000Z' });
+    assert.deepEqual(points(body.series[0]), [
+      ['2026-01-29', 1, 1],
+      ['2026-01-30', 1, 1],
+      ['2026-01-31', 1, 1],
+      ['2026-02-01', 3, 3], // a1, a2, a3
+      ['2026-02-02', 2, 2], // a2, a4
+    ]);
+  });
+
+  it('buckets by month across the month boundary', async () => {
+    const body = await ok(`/v1/reports/trends?${RANGE}&interval=month`);
+    // January: 3 events (a1, a2, a1) by a1, a2; February: 5 events by a1, a2, a3, a4.
+    assert.deepEqual(points(body.series[0]), [
+      ['2026-01-01', 3, 2],
+      ['2026-02-01', 5, 4],
+    ]);
+  });
+
+  it('breaks down by name: the top value, then "other"', async () => {
+    const body = await ok(`/v1/reports/trends?${RANGE}&breakdown=name&limit=1`);
+    // click: 6 events (a1 ×2, a2 ×2, a3, a4), 4 actors; other = view: a1 Feb 1, a2 Feb 2.
+    assert.deepEqual(
+      body.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total]),
+      [
+        ['click', false, { events: 6, actors: 4 }],
+        [null, true, { events: 2, actors: 2 }],
+      ],
+    );
+    assert.deepEqual(points(body.series[1]).slice(3), [
+      ['2026-02-01', 1, 1],
+      ['2026-02-02', 1, 1],
+    ]);
+  });
+
+  it('filters by property equality and breaks down by a property key', async () => {
+    const pro = await ok(`/v1/reports/trends?${RANGE}&property=plan:pro`);
+    assert.deepEqual(pro.series[0].total, { events: 5, actors: 3 }); // a2 ×3, a3, a4 (Feb 2)
+    const by = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:plan`);
+    assert.deepEqual(by.series.map((s: { breakdown_value: string; total: { events: number } }) => [s.breakdown_value, s.total.events]), [
+      ['pro', 5],
+      ['free', 3],
+    ]);
+  });
+
+  it('compares with the previous period of the same length', async () => {
+    const body = await ok('/v1/reports/trends?from=2026-02-01&to=2026-02-03&compare=previous');
+    // Now: Feb 1 (2 events), Feb 2 (3): 5 events by a1, a2, a3, a4. Before: Jan 30 (a2), Jan 31 (a1).
+    assert.deepEqual(body.series[0].total, { events: 5, actors: 4 });
+    assert.deepEqual(body.compare.range, { from: '2026-01-30T00:00:00.000Z', to: '2026-02-01T00:00:00.000Z' });
+    assert.deepEqual(points(body.compare.series[0]), [
+      ['2026-01-30', 1, 1],
+      ['2026-01-31', 1, 1],
+    ]);
+  });
+});
+
+describe('GET /v1/reports/active-actors', () => {
+  it('DAU, WAU and MAU rolling across the month boundary, stickiness and lifecycle (UTC: the read model)', async () => {
+    const body = await ok(`/v1/reports/active-actors?${RANGE}`);
+    assert.equal(body.source, 'read_model');
+    // Active days: a1 Jan 29, 31, Feb 1; a2 Jan 30, Feb 1, 2; a3 Feb 2; a4 Jan 20, Feb 2.
+    // Jan 29: DAU {a1}; WAU (Jan 23–29) {a1}; MAU (Dec 31–Jan 29) {a1, a4}.
+    // Jan 30: {a2}; {a1, a2}; {a1, a2, a4}.  Jan 31: {a1}; {a1, a2}; 3.  Feb 1: {a1, a2}; {a1, a2}; 3.
+    // Feb 2: {a2, a3, a4}; WAU (Jan 27–Feb 2) all four; MAU all four.
+    assert.deepEqual(
+      body.rolling.map((r: { date: string; dau: number; wau: number; mau: number; dau_mau: number }) => [r.date, r.dau, r.wau, r.mau, r.dau_mau]),
+      [
+        ['2026-01-29', 1, 1, 2, 0.5],
+        ['2026-01-30', 1, 2, 3, 0.3333],
+        ['2026-01-31', 1, 2, 3, 0.3333],
+        ['2026-02-01', 2, 2, 3, 0.6667],
+        ['2026-02-02', 3, 4, 4, 0.75],
+      ],
+    );
+    // (1/2 + 1/3 + 1/3 + 2/3 + 3/4) / 5 = 2.58333 / 5 = 0.51667
+    assert.equal(body.stickiness.dau_mau, 0.5167);
+    // Over the range: a1 3 days, a2 3 days, a3 1, a4 1.
+    assert.deepEqual(body.stickiness.days_active, [
+      { days: 1, actors: 2 },
+      { days: 3, actors: 2 },
+    ]);
+    // First seen: a1 Jan 29, a2 Jan 30, a3 Feb 2, a4 Jan 20.
+    // Jan 29: a1 new. Jan 30: a2 new, a1 dormant. Jan 31: a1 resurrecting, a2 dormant.
+    // Feb 1: a1 returning, a2 resurrecting. Feb 2: a2 returning, a3 new, a4 resurrecting, a1 dormant.
+    assert.deepEqual(
+      body.lifecycle.map((l: { date: string; new: number; returning: number; resurrecting: number; dormant: number }) => [l.date, l.new, l.returning, l.resurrecting, l.dormant]),
+      [
+        ['2026-01-29', 1, 0, 0, 0],
+        ['2026-01-30', 1, 0, 0, 1],
+        ['2026-01-31', 0, 0, 1, 1],
+        ['2026-02-01', 0, 1, 1, 0],
+        ['2026-02-02', 1, 1, 1, 1],
+      ],
+    );
+    assert.deepEqual(body.data.map((d: { active: number }) => d.active), [1, 1, 1, 2, 3]);
+  });
+
+  it('lifecycle and days active per week', async () => {
+    const body = await ok(`/v1/reports/active-actors?${RANGE}&interval=week`);
+    // Week of Jan 26: a1, a2 active, both first seen that week (new); a4 was active the week of Jan 19 (dormant).
+    // Week of Feb 2: a2 returning, a3 new, a4 resurrecting, a1 dormant.
+    assert.deepEqual(
+      body.lifecycle.map((l: { date: string; new: number; returning: number; resurrecting: number; dormant: number }) => [l.date, l.new, l.returning, l.resurrecting, l.dormant]),
+      [
+        ['2026-01-26', 2, 0, 0, 1],
+        ['2026-02-02', 1, 1, 1, 1],
+      ],
+    );
+    // (actor, week) pairs: a1/Jan 26: 3 days; a2/Jan 26: 2; a2, a3, a4 in the week of Feb 2: 1 each.
+    assert.deepEqual(body.stickiness.days_active, [
+      { days: 1, actors: 3 },
+      { days: 2, actors: 1 },
+      { days: 3, actors: 1 },
+    ]);
+  });
+
+  it('in New York\'s days, from raw events', async () => {
+    const body = await ok(`/v1/reports/active-actors?${RANGE}&tz=America/New_York`);
+    assert.equal(body.source, 'events');
+    // Local active days: a1 Jan 29, 31, Feb 1; a2 Jan 30, Feb 1, 2; a3 Feb 1; a4 Jan 20, Feb 2.
+    const last = body.rolling.slice(3).map((r: { date: string; dau: number; wau: number; mau: number }) => [r.date, r.dau, r.wau, r.mau]);
+    assert.deepEqual(last, [
+      ['2026-02-01', 3, 3, 4],
+      ['2026-02-02', 2, 4, 4],
+    ]);
+    // a3 is first seen Feb 1 local. Feb 1: a1 returning, a2 resurrecting, a3 new.
+    // Feb 2: a2 returning, a4 resurrecting, a1 and a3 dormant.
+    assert.deepEqual(
+      body.lifecycle.slice(3).map((l: { new: number; returning: number; resurrecting: number; dormant: number }) => [l.new, l.returning, l.resurrecting, l.dormant]),
+      [
+        [1, 1, 1, 0],
+        [0, 1, 1, 2],
+      ],
+    );
+  });
+
+  it('an account filter counts that account\'s actors only', async () => {
+    const body = await ok(`/v1/reports/active-actors?${RANGE}&account_id=acme`);
+    assert.deepEqual(body.data.map((d: { active: number }) => d.active), [1, 0, 1, 1, 0]); // a1 only
+  });
+});
+
+describe('report rules', () => {
+  it('another tenant sees none of this tenant\'s data', async () => {
+    const other = await createTenant(t.app, 'business');
+    const trends = (await get(t.app, other.adminKey, `/v1/reports/trends?${RANGE}`)).json();
+    assert.deepEqual(trends.series[0].total, { events: 0, actors: 0 });
+    const active = (await get(t.app, other.adminKey, `/v1/reports/active-actors?${RANGE}`)).json();
+    assert.deepEqual(active.data.map((d: { active: number }) => d.active), [0, 0, 0, 0, 0]);
+  });
+
+  it('account filters and breakdowns: view_accounts (403), then the plan (402)', async () => {
+    const res = await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${(await createTenant(t.app, 'business')).id}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name: 'r', permissions: ['read'] } });
+    const readOnly = res.json().key;
+    const forbidden = await get(t.app, readOnly, '/v1/reports/trends?breakdown=account');
+    assert.equal(forbidden.statusCode, 403);
+    assert.equal(forbidden.json().code, 'forbidden');
+    assert.equal((await get(t.app, readOnly, '/v1/reports/trends')).statusCode, 200);
+    const starter = await createTenant(t.app, 'starter');
+    for (const url of ['/v1/reports/trends?account_id=acme', '/v1/reports/trends?breakdown=license', '/v1/reports/active-actors?license_id=L1']) {
+      const r = await get(t.app, starter.adminKey, url);
+      assert.equal(r.statusCode, 402, url);
+      assert.equal(r.json().code, 'plan_limit_reached');
+    }
+    assert.equal((await get(t.app, starter.adminKey, '/v1/reports/trends')).statusCode, 200);
+  });
+
+  it('bad parameters are a 400 naming the field; too many buckets a 422', async () => {
+    for (const [query, field] of <[string, string][]>[
+      ['bogus=1', 'bogus'],
+      ['tz=Mars/Base', 'tz'],
+      ['range=9y', 'range'],
+      ['breakdown=colour', 'breakdown'],
+      ['property=noseparator', 'property'],
+      ['from=2026-02-30', 'from'],
+    ]) {
+      const r = await get(t.app, key, `/v1/reports/trends?${query}`);
+      assert.equal(r.statusCode, 400, query);
+      assert.ok(r.json().errors.some((e: { field: string }) => e.field.includes(field)), `${query}: ${r.body}`);
+    }
+    const hourly = await get(t.app, key, '/v1/reports/active-actors?interval=hour');
+    assert.equal(hourly.statusCode, 400);
+    const big = await get(t.app, key, '/v1/reports/trends?range=700d&interval=hour');
+    assert.equal(big.statusCode, 422);
+    assert.equal(big.json().code, 'query_too_large');
+  });
+});

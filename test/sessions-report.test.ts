@@ -1,0 +1,128 @@
+// Sessions list, stats and release health, and an exception group's trend, over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. Right answers worked out by hand in the comments.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { createTenant, get, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+let key: string;
+let fingerprint: string;
+const silent = { warn() {}, info() {}, error() {} } as never;
+const sid = (i: number) => `00000000-0000-4000-8000-00000000000${i}`;
+
+// s1 u1 1.0 Mar 2 10:00, ended normal after 60 s              → healthy
+// s2 u1 1.0 Mar 2 11:00, a non-fatal exception, normal, 120 s → errored
+// s3 u2 1.0 Mar 3 09:00, a fatal exception, normal, 300 s     → crashed
+// s4 u3 2.0 Mar 3 12:00, ended by sdk_recovery after 600 s    → abnormal
+// s5 u3 2.0 Mar 4 08:00, not ended                            → open
+// A third exception of the same group: u3, 2.0, Mar 4 09:00, no session.
+before(async () => {
+  t = await startTestApp();
+  const tenant = await tenantWithProduct(t.app, 'business');
+  key = tenant.adminKey;
+  const post = async (url: string, payload: unknown) => {
+    const res = await t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json();
+  };
+  const start = (i: number, actor: string, version: string, at: string) => post('/v1/events/sessions', { session_id: sid(i), actor_id: actor, product: 'app', product_version: version, started_at: at });
+  const end = (i: number, at: string, reason = 'normal') => post('/v1/events/sessions/end', { session_id: sid(i), ended_at: at, end_reason: reason });
+  const exception = (id: string, actor: string, version: string, at: string, severity: string, session?: number) =>
+    post('/v1/events/exceptions', { exception_id: id, exception_type: 'TypeError', severity, message: 'x is undefined', occurred_at: at, actor_id: actor, product: 'app', product_version: version, ...(session ? { session_id: sid(session) } : {}) });
+  await start(1, 'u1', '1.0', '2026-03-02T10:00:00Z');
+  await end(1, '2026-03-02T10:01:00Z');
+  await start(2, 'u1', '1.0', '2026-03-02T11:00:00Z');
+  await exception('x1', 'u1', '1.0', '2026-03-02T11:01:00Z', 'non_fatal', 2);
+  await end(2, '2026-03-02T11:02:00Z');
+  await start(3, 'u2', '1.0', '2026-03-03T09:00:00Z');
+  fingerprint = (await exception('x2', 'u2', '1.0', '2026-03-03T09:04:00Z', 'fatal', 3)).fingerprint;
+  await end(3, '2026-03-03T09:05:00Z');
+  await start(4, 'u3', '2.0', '2026-03-03T12:00:00Z');
+  await end(4, '2026-03-03T12:10:00Z', 'sdk_recovery');
+  await start(5, 'u3', '2.0', '2026-03-04T08:00:00Z');
+  await exception('x3', 'u3', '2.0', '2026-03-04T09:00:00Z', 'non_fatal');
+  const jobs = startJobs(t.db, [rollupJob(60)], silent);
+  assert.equal(await jobs.runOnce('rollups'), true);
+  await jobs.stop();
+});
+after(async () => t.close());
+
+const RANGE = 'from=2026-03-02&to=2026-03-05';
+async function ok(url: string, k = key) {
+  const res = await get(t.app, k, url);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json();
+}
+
+describe('sessions', () => {
+  it('GET /v1/sessions/stats: count, duration percentiles, end reasons, statuses, per day', async () => {
+    const body = await ok(`/v1/sessions/stats?${RANGE}`);
+    assert.deepEqual(body.range, { from: '2026-03-02T00:00:00.000Z', to: '2026-03-05T00:00:00.000Z' });
+    assert.equal(body.sessions, 5);
+    // Ended durations 60, 120, 300, 600 s, interpolated: p50 at rank 1.5 → 120 + 0.5 × 180 = 210;
+    // p90 at 2.7 → 300 + 0.7 × 300 = 510; p99 at 2.97 → 300 + 0.97 × 300 = 591.
+    assert.deepEqual(body.duration_s, { p50: 210, p90: 510, p99: 591 });
+    assert.deepEqual(body.end_reasons, { normal: 3, sdk_recovery: 1, open: 1 });
+    assert.deepEqual(body.statuses, { healthy: 1, errored: 1, crashed: 1, abnormal: 1, open: 1 });
+    assert.deepEqual(body.data, [
+      { date: '2026-03-02', sessions: 2 },
+      { date: '2026-03-03', sessions: 2 },
+      { date: '2026-03-04', sessions: 1 },
+    ]);
+  });
+
+  it('GET /v1/sessions/release-health: crash-free sessions and actors and adoption per version', async () => {
+    const body = await ok(`/v1/sessions/release-health?${RANGE}`);
+    // 1.0: 3 sessions (1 crashed) by u1, u2 (u2 crashed): 1 − 1/3 = 66.6667 %, 1 − 1/2 = 50 %;
+    //      adoption 3/5 sessions = 60 %, 2/3 actors = 66.6667 %.
+    // 2.0: 2 sessions by u3, none crashed (one abnormal, one open): 100 %, 100 %; 2/5 = 40 %, 1/3 = 33.3333 %.
+    assert.deepEqual(
+      body.data.map((r: Record<string, unknown>) => [r.product_version, r.sessions, r.actors, r.crashed_sessions, r.abnormal_sessions, r.crash_free_sessions, r.crash_free_actors, r.adoption]),
+      [
+        ['1.0', 3, 2, 1, 0, 66.6667, 50, { sessions: 60, actors: 66.6667 }],
+        ['2.0', 2, 1, 0, 1, 100, 100, { sessions: 40, actors: 33.3333 }],
+      ],
+    );
+  });
+
+  it('GET /v1/sessions: newest first, paged by cursor, filtered by status', async () => {
+    const first = await ok(`/v1/sessions?${RANGE}&limit=2`);
+    assert.deepEqual(first.data.map((s: { session_id: string }) => s.session_id), [sid(5), sid(4)]);
+    const second = await ok(`/v1/sessions?${RANGE}&limit=2&cursor=${first.next_cursor}`);
+    assert.deepEqual(second.data.map((s: { session_id: string }) => s.session_id), [sid(3), sid(2)]);
+    const last = await ok(`/v1/sessions?${RANGE}&limit=2&cursor=${second.next_cursor}`);
+    assert.deepEqual(last.data.map((s: { session_id: string }) => s.session_id), [sid(1)]);
+    assert.equal(last.next_cursor, null);
+    const crashed = await ok(`/v1/sessions?${RANGE}&status=crashed`);
+    assert.deepEqual(crashed.data.map((s: { session_id: string; duration_s: number; errors: number }) => [s.session_id, s.duration_s, s.errors]), [[sid(3), 300, 1]]);
+    const bad = await get(t.app, key, `/v1/sessions?cursor=${Buffer.from('["x"]').toString('base64url')}`);
+    assert.equal(bad.statusCode, 400);
+  });
+
+  it('GET /v1/exceptions/{fingerprint}: per day, first and last version; the list is unchanged', async () => {
+    const body = await ok(`/v1/exceptions/${fingerprint}?${RANGE}`);
+    assert.equal(body.first_version, '1.0');
+    assert.equal(body.last_version, '2.0');
+    assert.deepEqual(body.total, { count: 3, fatal: 1, actors: 3 });
+    assert.deepEqual(body.data, [
+      { date: '2026-03-02', count: 1, fatal: 0, actors: 1 },
+      { date: '2026-03-03', count: 1, fatal: 1, actors: 1 },
+      { date: '2026-03-04', count: 1, fatal: 0, actors: 1 },
+    ]);
+    const list = await ok('/v1/exceptions');
+    assert.equal(list.data[0].count, 3);
+  });
+
+  it('another tenant sees none of it', async () => {
+    const other = await createTenant(t.app, 'business');
+    assert.deepEqual((await ok(`/v1/sessions?${RANGE}`, other.adminKey)).data, []);
+    assert.equal((await ok(`/v1/sessions/stats?${RANGE}`, other.adminKey)).sessions, 0);
+    assert.deepEqual((await ok(`/v1/sessions/release-health?${RANGE}`, other.adminKey)).data, []);
+    const res = await get(t.app, other.adminKey, `/v1/exceptions/${fingerprint}`);
+    assert.equal(res.statusCode, 404);
+    const starter = await createTenant(t.app, 'starter');
+    assert.equal((await get(t.app, starter.adminKey, '/v1/sessions?account_id=a')).statusCode, 402);
+    assert.equal((await get(t.app, key, '/v1/sessions?name=x')).statusCode, 400);
+  });
+});

@@ -1,0 +1,102 @@
+// The versions, accounts-over-time and environment reports over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. Right answers worked out by hand in the comments.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+
+let t: TestApp;
+let key: string;
+const silent = { warn() {}, info() {}, error() {} } as never;
+const env = (data: object) => ({ headers: { 'x-environment-data': Buffer.from(JSON.stringify(data)).toString('base64') } });
+
+// 1.0 (released 2026-05-01, archived after the events), 2.0 (released 2026-05-11). UTC:
+//   u1 (account A): 1.0 May 10 10:00, 2.0 May 12 10:00    environment os_name Windows
+//   u2 (account B): 1.0 May 10 11:00, 1.0 May 12 11:00    environment os_name macOS
+//   u3 (no account): 2.0 May 11 09:00                      no environment
+before(async () => {
+  t = await startTestApp();
+  const tenant = await tenantWithProduct(t.app, 'business');
+  key = tenant.adminKey;
+  const register = (v: string, release_date: string) =>
+    t.app.inject({ method: 'POST', url: '/v1/version-registrations', headers: { authorization: `Bearer ${key}` }, payload: { product: 'app', product_version: v, release_date } });
+  assert.equal((await register('1.0', '2026-05-01')).statusCode, 201);
+  const v2 = await register('2.0', '2026-05-11');
+  assert.equal(v2.statusCode, 201);
+  const e = (actor: string, v: string, timestamp: string, account?: string) => event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
+  assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u1', '1.0', '2026-05-10T10:00:00Z', 'A'), e('u1', '2.0', '2026-05-12T10:00:00Z', 'A')], env({ os_name: 'Windows' }))).statusCode, 200);
+  assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u2', '1.0', '2026-05-10T11:00:00Z', 'B'), e('u2', '1.0', '2026-05-12T11:00:00Z', 'B')], env({ os_name: 'macOS' }))).statusCode, 200);
+  assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u3', '2.0', '2026-05-11T09:00:00Z')])).statusCode, 200);
+  const versions = (await get(t.app, key, `/v1/products/${tenant.productId}/versions`)).json().data as { id: string; product_version: string }[];
+  const v1 = versions.find((v) => v.product_version === '1.0')!;
+  const patch = await t.app.inject({ method: 'PATCH', url: `/v1/products/${tenant.productId}/versions/${v1.id}`, headers: { authorization: `Bearer ${key}` }, payload: { status: 'archived' } });
+  assert.equal(patch.statusCode, 200, patch.body);
+  const jobs = startJobs(t.db, [rollupJob(60)], silent);
+  assert.equal(await jobs.runOnce('rollups'), true);
+  await jobs.stop();
+});
+after(async () => t.close());
+
+const RANGE = 'from=2026-05-10&to=2026-05-13';
+async function ok(url: string, k = key) {
+  const res = await get(t.app, k, url);
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json();
+}
+
+describe('GET /v1/reports/versions', () => {
+  it('adoption per day, share on the latest, upgrade lag, accounts on archived versions', async () => {
+    const body = await ok(`/v1/reports/versions?product=app&${RANGE}`);
+    // May 10: 1.0 by u1, u2. May 11: 2.0 by u3. May 12: 1.0 by u2, 2.0 by u1.
+    assert.deepEqual(body.adoption, [
+      { date: '2026-05-10', version: '1.0', actors: 2 },
+      { date: '2026-05-11', version: '2.0', actors: 1 },
+      { date: '2026-05-12', version: '1.0', actors: 1 },
+      { date: '2026-05-12', version: '2.0', actors: 1 },
+    ]);
+    // Last versions: u1 2.0, u2 1.0, u3 2.0 → 2 of 3 on the latest (2.0).
+    assert.equal(body.latest_version, '2.0');
+    assert.equal(body.share_on_latest, 66.6667);
+    // 2.0 released May 11; account A first ran it May 12: 1 day. 1.0 released May 1; A and B first ran it May 10: 9 days.
+    assert.deepEqual(body.upgrade_lag, [
+      { version: '2.0', released_on: '2026-05-11', accounts: 1, median_lag_days: 1, p90_lag_days: 1 },
+      { version: '1.0', released_on: '2026-05-01', accounts: 2, median_lag_days: 9, p90_lag_days: 9 },
+    ]);
+    // A's last activity was on 2.0; B's on 1.0, archived.
+    assert.deepEqual(body.archived_accounts, [{ account_id: 'B', version: '1.0', actors: 1, last_seen: '2026-05-12T11:00:00.000Z' }]);
+  });
+
+  it('needs a product; hides the account parts from a plan without account views', async () => {
+    assert.equal((await get(t.app, key, `/v1/reports/versions?${RANGE}`)).statusCode, 400);
+    const starter = await tenantWithProduct(t.app, 'starter');
+    const body = await ok(`/v1/reports/versions?product=app&${RANGE}`, starter.adminKey);
+    assert.deepEqual([body.adoption, body.upgrade_lag, body.archived_accounts], [[], null, null]);
+  });
+});
+
+describe('GET /v1/reports/accounts', () => {
+  it('active accounts and licenses per day; 402 on a plan without account views', async () => {
+    const body = await ok(`/v1/reports/accounts?${RANGE}`);
+    assert.deepEqual(body.data, [
+      { date: '2026-05-10', accounts: 2, licenses: 0 },
+      { date: '2026-05-11', accounts: 0, licenses: 0 },
+      { date: '2026-05-12', accounts: 2, licenses: 0 },
+    ]);
+    const starter = await createTenant(t.app, 'starter');
+    assert.equal((await get(t.app, starter.adminKey, `/v1/reports/accounts?${RANGE}`)).statusCode, 402);
+  });
+});
+
+describe('GET /v1/environment/{field}', () => {
+  it('active actors by OS, "other" past the limit; another tenant sees none', async () => {
+    const body = await ok(`/v1/environment/os?${RANGE}`);
+    const rows = body.data.map((r: { value: string | null; actors: number; actor_share: number }) => [r.value, r.actors, r.actor_share]);
+    // u1 Windows, u2 macOS, u3 sent none: a third each.
+    assert.deepEqual(rows.sort(), [['Windows', 1, 33.3333], ['macOS', 1, 33.3333], [null, 1, 33.3333]].sort());
+    const top = await ok(`/v1/environment/os?${RANGE}&limit=1`);
+    assert.deepEqual(top.data.at(-1), { value: null, other: true, actors: 2, sessions: 0, actor_share: 66.6667 });
+    const other = await createTenant(t.app, 'business');
+    assert.deepEqual((await ok(`/v1/environment/os?${RANGE}`, other.adminKey)).data, []);
+    assert.equal((await get(t.app, key, '/v1/environment/shoe_size')).statusCode, 400);
+  });
+});
