@@ -17,10 +17,7 @@ const LAYERS = {
 const layerRules = Object.entries(LAYERS).map(([layer, forbidden]) => ({
   files: [`src/${layer}/**/*.ts`, `src/${layer}/**/*.mjs`],
   rules: {
-    'no-restricted-imports': [
-      'error',
-      { patterns: [{ group: forbidden, message: `${layer} may not import this layer (the dependency rule in README.md)` }] },
-    ],
+    'no-restricted-imports': ['error', { patterns: [{ group: forbidden, message: `${layer} may not import this layer (the dependency rule in README.md)` }] }],
   },
 }));
 

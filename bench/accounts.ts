@@ -42,8 +42,15 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 const r1 = (n: number) => Math.round(n * 10) / 10;
 const r2 = (n: number) => Math.round(n * 100) / 100;
 const secs = (t0: number) => (performance.now() - t0) / 1000;
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-const shuffle = <T>(xs: T[]) => xs.map((x) => [Math.random(), x] as const).sort((a, b) => a[0] - b[0]).map(([, x]) => x);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+const shuffle = <T>(xs: T[]) =>
+  xs
+    .map((x) => [Math.random(), x] as const)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, x]) => x);
 
 // ---- A clean database: dropped and recreated, then migrated by the real code.
 async function admin(sql: string): Promise<void> {
@@ -76,7 +83,10 @@ async function setupDimensions(gen: pg.Client): Promise<void> {
       FROM (SELECT i, 1 + floor(${ACCOUNTS} * power(random(), 2.5))::int AS account, random() AS r FROM generate_series(1, ${ACTORS}) i) a
       JOIN (SELECT account, n FROM b_account_licenses WHERE k = 1) c ON c.account = a.account
       JOIN b_account_licenses al ON al.account = a.account AND al.k = 1 + floor(a.r * c.n)::int`);
-  await gen.query('CREATE TEMP TABLE b_pairs AS SELECT (ord - 1)::int AS i, c AS category, n AS name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(c, n, ord)', [PAIRS.map((p) => p[0]), PAIRS.map((p) => p[1])]);
+  await gen.query(
+    'CREATE TEMP TABLE b_pairs AS SELECT (ord - 1)::int AS i, c AS category, n AS name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(c, n, ord)',
+    [PAIRS.map((p) => p[0]), PAIRS.map((p) => p[1])],
+  );
   for (const t of ['b_actors', 'b_pairs']) await gen.query(`ALTER TABLE ${t} ADD PRIMARY KEY (i); ANALYZE ${t}`);
 }
 
@@ -90,7 +100,7 @@ const base = (n: number) => `SELECT r.*, a.actor_id,
 
 async function generate(gen: pg.Client, tenant: string, product: string, lo: Date, hi: Date, wstart: Date, events: number): Promise<void> {
   const p = [tenant, product, lo, hi, wstart];
-  for (let done = 0; done < events; ) {
+  for (let done = 0; done < events;) {
     const n = Math.min(CHUNK, events - done);
     await gen.query(
       `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at, actor_id, account_id, license_id, properties)
@@ -102,7 +112,8 @@ async function generate(gen: pg.Client, tenant: string, product: string, lo: Dat
     done += n;
     if (events >= CHUNK) console.log(`  events: ${done.toLocaleString('en')} / ${events.toLocaleString('en')}`);
   }
-  const sessions = Math.round(events * SESSIONS_PER_EVENT), exceptions = Math.round(events * EXCEPTIONS_PER_EVENT);
+  const sessions = Math.round(events * SESSIONS_PER_EVENT),
+    exceptions = Math.round(events * EXCEPTIONS_PER_EVENT);
   await gen.query(
     `INSERT INTO sessions (tenant_id, session_id, product_id, product_version, actor_id, account_id, license_id, started_at, last_seen_at, ended_at, end_reason, received_at)
      SELECT $1, gen_random_uuid()::text, $2, g.version, g.actor_id, g.account_id, g.license_id, g.ts, g.ts + g.rx * interval '1 hour',
@@ -124,13 +135,22 @@ type Timing = { sql: string; ms: number };
 const wrap = (q: Queryable, log: Timing[]): Queryable => ({
   query: async (sql, params) => {
     const t0 = performance.now();
-    try { return await q.query(sql, params); } finally { log.push({ sql: sql.replace(/\s+/g, ' ').slice(0, 90), ms: performance.now() - t0 }); }
+    try {
+      return await q.query(sql, params);
+    } finally {
+      log.push({ sql: sql.replace(/\s+/g, ' ').slice(0, 90), ms: performance.now() - t0 });
+    }
   },
   exec: (sql) => q.exec(sql),
 });
 const wrapSession = (s: LockedSession, log: Timing[]): LockedSession => ({ ...wrap(s, log), tx: (fn) => s.tx((q) => fn(wrap(q, log))) });
 const timed = (db: Db, log: Timing[]): Db => ({ ...db, tryWithLock: (key, fn) => db.tryWithLock(key, (s) => fn(wrapSession(s, log))) });
-const slowest = (log: Timing[]) => [...log].sort((a, b) => b.ms - a.ms).slice(0, 4).map((t) => `    ${(t.ms / 1000).toFixed(2)} s  ${t.sql}`).join('\n');
+const slowest = (log: Timing[]) =>
+  [...log]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 4)
+    .map((t) => `    ${(t.ms / 1000).toFixed(2)} s  ${t.sql}`)
+    .join('\n');
 const errors: unknown[] = [];
 const warnLog = { warn: (o: { err: unknown }) => errors.push(o.err), info() {}, error() {} } as never;
 
@@ -156,10 +176,12 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function get(port: number, key: string, path: string): Promise<number> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    http.get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`GET ${path}: ${res.statusCode}`))));
-    }).on('error', reject);
+    http
+      .get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}` } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`GET ${path}: ${res.statusCode}`))));
+      })
+      .on('error', reject);
   });
 }
 const stats = (xs: number[]) => ({ p50: r1(pct(xs, 50)), p95: r1(pct(xs, 95)), p99: r1(pct(xs, 99)), max: r1(Math.max(...xs)) });
@@ -178,7 +200,11 @@ async function main(): Promise<void> {
   const key = api_keys.find((k) => k.permissions.includes('view_accounts'))!.key;
   const gen = new pg.Client({ connectionString: DATABASE_URL });
   await gen.connect();
-  const settings = (await gen.query<{ v: string }>("SELECT concat_ws(', ', current_setting('server_version'), 'shared_buffers ' || current_setting('shared_buffers'), 'work_mem ' || current_setting('work_mem'), 'jit ' || current_setting('jit')) AS v")).rows[0]!.v;
+  const settings = (
+    await gen.query<{ v: string }>(
+      "SELECT concat_ws(', ', current_setting('server_version'), 'shared_buffers ' || current_setting('shared_buffers'), 'work_mem ' || current_setting('work_mem'), 'jit ' || current_setting('jit')) AS v",
+    )
+  ).rows[0]!.v;
 
   const now = new Date();
   const wstart = new Date(`${windowStart(now)}T00:00:00Z`);
@@ -190,19 +216,33 @@ async function main(): Promise<void> {
   // What autovacuum does to insert-only tables in production: visibility map, statistics, and the BRIN ranges summarized.
   t0 = performance.now();
   await gen.query('VACUUM (ANALYZE) events, sessions, exceptions');
-  const sizes = (await gen.query("SELECT relname, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relname IN ('events', 'sessions', 'exceptions') ORDER BY 1")).rows;
+  const sizes = (
+    await gen.query(
+      "SELECT relname, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relname IN ('events', 'sessions', 'exceptions') ORDER BY 1",
+    )
+  ).rows;
   console.log(`generated in ${generateS.toFixed(0)} s, vacuum analyze ${secs(t0).toFixed(0)} s; ${sizes.map((r) => `${r.relname} ${r.size}`).join(', ')}`);
 
   const initial = await refresh(db, 'initial fold');
-  await gen.query('ANALYZE rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions, ru_accounts, ru_licenses');
-  const facts = (await gen.query("SELECT relname, n_live_tup::int AS n, pg_size_pretty(pg_total_relation_size(relid)) AS size FROM pg_stat_user_tables WHERE relname ~ '^(ru|rm)_' ORDER BY 1")).rows;
+  await gen.query(
+    'ANALYZE rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions, ru_accounts, ru_licenses',
+  );
+  const facts = (
+    await gen.query(
+      "SELECT relname, n_live_tup::int AS n, pg_size_pretty(pg_total_relation_size(relid)) AS size FROM pg_stat_user_tables WHERE relname ~ '^(ru|rm)_' ORDER BY 1",
+    )
+  ).rows;
   console.log(`facts: ${facts.map((r) => `${r.relname} ${r.n.toLocaleString('en')} rows (${r.size})`).join(', ')}`);
 
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
-  const accounts = (await gen.query<{ account_id: string; events: number }>('SELECT account_id, events FROM ru_accounts WHERE tenant_id = $1 ORDER BY events DESC', [tenant.id])).rows;
+  const accounts = (
+    await gen.query<{ account_id: string; events: number }>('SELECT account_id, events FROM ru_accounts WHERE tenant_id = $1 ORDER BY events DESC', [tenant.id])
+  ).rows;
   if (accounts.length === 0) throw new Error('no accounts after the initial fold');
-  const sample = shuffle(accounts).slice(0, 200).map((a) => a.account_id);
+  const sample = shuffle(accounts)
+    .slice(0, 200)
+    .map((a) => a.account_id);
   const biggest = accounts[0]!.account_id;
 
   const runs: { refresh: number; overview: ReturnType<typeof stats>; list: ReturnType<typeof stats>; biggest: number }[] = [];
@@ -221,7 +261,9 @@ async function main(): Promise<void> {
       list.push(await get(port, key, `/v1/accounts${after ? `?cursor=${encodeCursor([after])}` : ''}`));
     }
     runs.push({ refresh: r, overview: stats(overview), list: stats(list), biggest: r1(median(big)) });
-    console.log(`run ${run}: overview (1000 requests, 200 accounts) ${JSON.stringify(stats(overview))} ms; biggest account (${biggest}, ${accounts[0]!.events.toLocaleString('en')} events) median ${r1(median(big))} ms; list (500 requests) ${JSON.stringify(stats(list))} ms; load ${load()}`);
+    console.log(
+      `run ${run}: overview (1000 requests, 200 accounts) ${JSON.stringify(stats(overview))} ms; biggest account (${biggest}, ${accounts[0]!.events.toLocaleString('en')} events) median ${r1(median(big))} ms; list (500 requests) ${JSON.stringify(stats(list))} ms; load ${load()}`,
+    );
   }
 
   const status = readFileSync('/proc/self/status', 'utf8');
@@ -233,12 +275,22 @@ async function main(): Promise<void> {
   await db.close();
   if (opt.drop) await admin(`DROP DATABASE ${dbName()}`);
   const m = (f: (r: (typeof runs)[number]) => number) => r2(median(runs.map(f)));
-  console.log(`medians of ${RUNS}: refresh ${runs.map((r) => r.refresh.toFixed(2)).join(', ')} s; overview p95 ${runs.map((r) => r.overview.p95).join(', ')} ms; list p95 ${runs.map((r) => r.list.p95).join(', ')} ms`);
-  console.log(JSON.stringify({
-    store: 'postgres', events: EVENTS, initial_fold_s: r2(initial),
-    incremental_refresh_s: m((r) => r.refresh),
-    overview_p95_ms: m((r) => r.overview.p95), overview_biggest_account_ms: m((r) => r.biggest), list_p95_ms: m((r) => r.list.p95), rss_mb: mb('VmRSS'), load_1m: Number(loadavg()[0]!.toFixed(2)),
-  }));
+  console.log(
+    `medians of ${RUNS}: refresh ${runs.map((r) => r.refresh.toFixed(2)).join(', ')} s; overview p95 ${runs.map((r) => r.overview.p95).join(', ')} ms; list p95 ${runs.map((r) => r.list.p95).join(', ')} ms`,
+  );
+  console.log(
+    JSON.stringify({
+      store: 'postgres',
+      events: EVENTS,
+      initial_fold_s: r2(initial),
+      incremental_refresh_s: m((r) => r.refresh),
+      overview_p95_ms: m((r) => r.overview.p95),
+      overview_biggest_account_ms: m((r) => r.biggest),
+      list_p95_ms: m((r) => r.list.p95),
+      rss_mb: mb('VmRSS'),
+      load_1m: Number(loadavg()[0]!.toFixed(2)),
+    }),
+  );
 }
 
 main().catch((err: unknown) => {

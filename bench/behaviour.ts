@@ -20,7 +20,10 @@ const { values } = parseArgs({ options: { events: { type: 'string', default: '10
 const EVENTS = Number(values.events);
 const RUNS = Number(values.runs);
 const DATABASE_URL = process.env.DATABASE_URL;
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 
 async function main(): Promise<void> {
@@ -30,7 +33,10 @@ async function main(): Promise<void> {
   const config = loadConfig({ ADMIN_TOKEN: 'bench', LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0', ...(DATABASE_URL && { DATABASE_URL }) });
   const plans = mergePlans({ enterprise: { requests_per_minute: 1_000_000 } });
   const app = await buildApp({ config, db, plans });
-  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench-behaviour', plan: 'enterprise' });
+  const { tenant, api_keys } = await createTenant(
+    { db, plans, trialDays: config.trialDays, settings: config },
+    { name: 'bench-behaviour', plan: 'enterprise' },
+  );
   const product = (await insertProduct(db, tenant.id, 'app', 'App'))!;
   const key = api_keys.find((k) => k.permissions.includes('read'))!.key;
   const actors = Math.max(10, Math.floor(EVENTS / 100));
@@ -59,14 +65,31 @@ async function main(): Promise<void> {
   console.log(`generated in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
 
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const seg = await app.inject({ method: 'POST', url: '/v1/segments', headers, payload: JSON.stringify({ name: 'e3 five times', definition: { range: '30d', did: [{ category: 'ui', name: 'e3', min_count: 5 }] } }) });
+  const seg = await app.inject({
+    method: 'POST',
+    url: '/v1/segments',
+    headers,
+    payload: JSON.stringify({ name: 'e3 five times', definition: { range: '30d', did: [{ category: 'ui', name: 'e3', min_count: 5 }] } }),
+  });
   const segmentId = seg.json().id as string;
   const steps = [0, 1, 2, 3, 4].map((i) => ({ category: 'ui', name: `e${i}` }));
   const queries: Record<string, () => Promise<{ statusCode: number; body: string }>> = {
-    funnel_5_steps: () => app.inject({ method: 'POST', url: '/v1/funnels', headers, payload: JSON.stringify({ product: 'app', range: '30d', steps, window: { value: 7, unit: 'day' } }) }),
-    retention_12_weeks: () => app.inject({ method: 'POST', url: '/v1/retention', headers, payload: JSON.stringify({ product: 'app', range: '84d', period: 'week', periods: 12 }) }),
+    funnel_5_steps: () =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/funnels',
+        headers,
+        payload: JSON.stringify({ product: 'app', range: '30d', steps, window: { value: 7, unit: 'day' } }),
+      }),
+    retention_12_weeks: () =>
+      app.inject({ method: 'POST', url: '/v1/retention', headers, payload: JSON.stringify({ product: 'app', range: '84d', period: 'week', periods: 12 }) }),
     segment_size: () => app.inject({ method: 'GET', url: `/v1/segments/${segmentId}/size`, headers: { authorization: headers.authorization } }),
-    paths: () => app.inject({ method: 'GET', url: '/v1/paths?product=app&range=30d&category=ui&name=e0&steps=3&limit=10', headers: { authorization: headers.authorization } }),
+    paths: () =>
+      app.inject({
+        method: 'GET',
+        url: '/v1/paths?product=app&range=30d&category=ui&name=e0&steps=3&limit=10',
+        headers: { authorization: headers.authorization },
+      }),
   };
   const p95: Record<string, number> = {};
   for (const [name, run] of Object.entries(queries)) {

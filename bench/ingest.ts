@@ -38,7 +38,13 @@ const { values: opt } = parseArgs({
   },
 });
 const STORE = opt.store === 'postgres' ? 'postgres' : opt.store === 'pglite' ? 'pglite' : fail(`--store must be pglite or postgres, got ${opt.store}`);
-const [DURATION, CONCURRENCY, RUNS, WARMUP, LAT_DURATION] = [opt.duration, opt.concurrency, opt.runs, opt.warmup, opt['latency-duration']].map(Number) as [number, number, number, number, number];
+const [DURATION, CONCURRENCY, RUNS, WARMUP, LAT_DURATION] = [opt.duration, opt.concurrency, opt.runs, opt.warmup, opt['latency-duration']].map(Number) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 const LAT_CONCURRENCY = Number(opt['latency-concurrency'] ?? CONCURRENCY);
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench';
 const DB_NAME = decodeURIComponent(new URL(DATABASE_URL).pathname.slice(1));
@@ -69,7 +75,16 @@ function nextId(msecs: number): string {
 
 // ---- Realistic events: 200 actors in 20 accounts, 3 licenses per account, 5 versions, 3-8 mostly-string properties.
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
-const NAMES = [['app', 'started'], ['ui', 'screen_viewed'], ['ui', 'button_clicked'], ['editor', 'document_saved'], ['editor', 'document_opened'], ['export', 'pdf_exported'], ['search', 'query_run'], ['sync', 'completed']] as const;
+const NAMES = [
+  ['app', 'started'],
+  ['ui', 'screen_viewed'],
+  ['ui', 'button_clicked'],
+  ['editor', 'document_saved'],
+  ['editor', 'document_opened'],
+  ['export', 'pdf_exported'],
+  ['search', 'query_run'],
+  ['sync', 'completed'],
+] as const;
 const VERSIONS = ['3.2.1', '3.2.1', '3.2.0', '3.3.0-beta.2', '3.1.4', '2.9.12'];
 const PROPS: [string, () => string | number | boolean][] = [
   ['screen', () => pick(['home', 'settings', 'editor', 'billing', 'reports', 'onboarding/step-2'])],
@@ -106,7 +121,11 @@ function makeEvent(product: string): Record<string, unknown> {
 }
 
 /** A batch body with its id slots: each send copies the bytes and writes fresh ids in place. */
-interface Template { body: Buffer; slots: number[]; records: Omit<EventRecord, 'event_id'>[] }
+interface Template {
+  body: Buffer;
+  slots: number[];
+  records: Omit<EventRecord, 'event_id'>[];
+}
 function makeTemplate(n: number, productSlug: string, rawProductId: string): Template {
   const events = Array.from({ length: n }, () => makeEvent(productSlug));
   const body = Buffer.from(JSON.stringify(events), 'latin1'); // ASCII only, so string offsets are byte offsets
@@ -114,10 +133,17 @@ function makeTemplate(n: number, productSlug: string, rawProductId: string): Tem
   for (let at = body.indexOf(PLACEHOLDER); at >= 0; at = body.indexOf(PLACEHOLDER, at + 1)) slots.push(at);
   // What validate-fields and resolve-product make of each element: the rows persist() hands to the batch write.
   const records = events.map((e) => ({
-    product_id: rawProductId, product_version: e.product_version as string, category: e.category as string, name: e.name as string,
-    occurred_at: e.timestamp as string, actor_id: e.actor_id as string, session_id: e.session_id as string,
-    account_id: (e.account_id as string | undefined) ?? null, license_id: (e.license_id as string | undefined) ?? null,
-    properties: e.properties as EventRecord['properties'], schema_version: null,
+    product_id: rawProductId,
+    product_version: e.product_version as string,
+    category: e.category as string,
+    name: e.name as string,
+    occurred_at: e.timestamp as string,
+    actor_id: e.actor_id as string,
+    session_id: e.session_id as string,
+    account_id: (e.account_id as string | undefined) ?? null,
+    license_id: (e.license_id as string | undefined) ?? null,
+    properties: e.properties as EventRecord['properties'],
+    schema_version: null,
   }));
   return { body, slots, records };
 }
@@ -142,14 +168,25 @@ const tracker = new LagTracker();
 function postEvents(key: string, body: Buffer, expect: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { agent, host: '127.0.0.1', port, method: 'POST', path: '/v1/events', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } },
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/events',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length },
+      },
       (res) => {
         let head = '';
         res.on('data', (chunk: Buffer) => {
           if (head.length < 40) head += chunk.toString('latin1', 0, 40);
           if (chunk.includes('"duplicate"')) duplicatesSeen++;
         });
-        res.on('end', () => (res.statusCode === 200 && head.startsWith(`{"accepted":${expect},"rejected":0`) ? ((acked += expect), tracker.ack(acked), resolve()) : reject(new Error(`POST /v1/events: ${res.statusCode} ${head}`))));
+        res.on('end', () =>
+          res.statusCode === 200 && head.startsWith(`{"accepted":${expect},"rejected":0`)
+            ? ((acked += expect), tracker.ack(acked), resolve())
+            : reject(new Error(`POST /v1/events: ${res.statusCode} ${head}`)),
+        );
       },
     );
     req.on('error', reject);
@@ -157,13 +194,29 @@ function postEvents(key: string, body: Buffer, expect: number): Promise<void> {
   });
 }
 async function api<T>(method: string, path: string, token: string, body?: unknown): Promise<T> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : null });
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : null,
+  });
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
 }
 
 // ---- CPU accounting (% of one core): this process, the server, PostgreSQL's processes, and the rest of the machine (other load).
-const ticks = (pid: number | string) => { try { return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).reduce((a, b) => a + Number(b), 0) * 10; } catch { return 0; } };
+const ticks = (pid: number | string) => {
+  try {
+    return (
+      readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .split(') ')[1]!
+        .split(' ')
+        .slice(11, 13)
+        .reduce((a, b) => a + Number(b), 0) * 10
+    );
+  } catch {
+    return 0;
+  }
+};
 /** CPU ms by pid of the PostgreSQL processes that work for us: backends of our database (their title names it) and the
  *  shared background ones. Other databases' backends count as other load. A process that exits mid-phase counts zero. */
 const ours = (title: string) => {
@@ -171,12 +224,21 @@ const ours = (title: string) => {
   const perDatabase = / ([\d.:]+\(\d+\)|\[local\])/.test(title) || title.includes('autovacuum worker');
   return !perDatabase || title.split(/[\s\0]+/).includes(DB_NAME);
 };
-const pgTicks = () => new Map(STORE !== 'postgres' ? [] : readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-  try {
-    const title = readFileSync(`/proc/${d}/cmdline`, 'utf8');
-    return title.startsWith('postgres: ') && ours(title) ? [[d, ticks(d)] as const] : [];
-  } catch { return []; }
-}));
+const pgTicks = () =>
+  new Map(
+    STORE !== 'postgres'
+      ? []
+      : readdirSync('/proc')
+          .filter((d) => /^\d+$/.test(d))
+          .flatMap((d) => {
+            try {
+              const title = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+              return title.startsWith('postgres: ') && ours(title) ? [[d, ticks(d)] as const] : [];
+            } catch {
+              return [];
+            }
+          }),
+  );
 const pgDelta = (before: Map<string, number>) => [...pgTicks()].reduce((sum, [pid, t]) => sum + t - (before.get(pid) ?? 0), 0);
 const machine = () => readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1, 9).map(Number);
 function cpuMeter(serverPid: number) {
@@ -186,7 +248,12 @@ function cpuMeter(serverPid: number) {
     const c = process.cpuUsage(c0);
     const m = machine().map((v, i) => v - m0[i]!);
     const total = m.reduce((a, b) => a + b, 0);
-    const [bench, server, postgres, busy] = [(c.user + c.system) / 1000 / ms, (ticks(serverPid) - s0) / ms, pgDelta(p0) / ms, ((total - m[3]! - m[4]!) / total) * 2].map((x) => r0(x * 100)) as [number, number, number, number];
+    const [bench, server, postgres, busy] = [
+      (c.user + c.system) / 1000 / ms,
+      (ticks(serverPid) - s0) / ms,
+      pgDelta(p0) / ms,
+      ((total - m[3]! - m[4]!) / total) * 2,
+    ].map((x) => r0(x * 100)) as [number, number, number, number];
     return `cpu %: bench ${bench}, server ${server}, postgres ${postgres}, other ${Math.max(0, busy - bench - server - postgres)}; machine busy ${busy}/200`;
   };
 }
@@ -197,14 +264,16 @@ async function closedLoop(workers: number, seconds: number, once: () => Promise<
   const end = start + seconds * 1000;
   const latencies: number[] = [];
   let events = 0;
-  await Promise.all(Array.from({ length: workers }, async () => {
-    while (performance.now() < end) {
-      const t = performance.now();
-      const n = await once(); // not `events += await once()`: that reads `events` before the await and loses other workers' counts
-      latencies.push(performance.now() - t);
-      events += n;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        const n = await once(); // not `events += await once()`: that reads `events` before the await and loses other workers' counts
+        latencies.push(performance.now() - t);
+        events += n;
+      }
+    }),
+  );
   return { events, seconds: (performance.now() - start) / 1000, latencies };
 }
 
@@ -229,7 +298,15 @@ function startServer(rollups = false): ChildProcess {
   const plansFile = join(tmp, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
   // LOG_LEVEL=info (with ACCESS_LOG on, the default) measures the access log's cost; warn leaves it out.
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', PLANS_FILE: plansFile, DATA_DIR: join(tmp, 'server') };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    PLANS_FILE: plansFile,
+    DATA_DIR: join(tmp, 'server'),
+  };
   // The rollup job folds every new event once a minute; it is its own cost, kept out of the ingest measurement unless --rollups.
   env.ROLLUP_INTERVAL_SECONDS = rollups ? (process.env.ROLLUP_INTERVAL_SECONDS ?? '60') : '86400';
   if (STORE === 'postgres') env.DATABASE_URL = DATABASE_URL;
@@ -250,7 +327,10 @@ function startServer(rollups = false): ChildProcess {
 }
 async function waitReady(): Promise<void> {
   for (let i = 0; i < 1200; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -261,9 +341,8 @@ async function main(): Promise<void> {
   if (STORE === 'postgres') await ensurePostgresDatabase();
   // The raw side: this process's own handle on the same kind of store (PGlite: its own directory, since one process owns a
   // PGlite directory; PostgreSQL: the same database, another tenant id), migrated like the server, syncOnCommit as its default.
-  const raw: Db = STORE === 'postgres'
-    ? await openDb({ databaseUrl: DATABASE_URL, poolSize: CONCURRENCY })
-    : await openDb({ dataDir: join(tmp, 'raw'), syncOnCommit: true });
+  const raw: Db =
+    STORE === 'postgres' ? await openDb({ databaseUrl: DATABASE_URL, poolSize: CONCURRENCY }) : await openDb({ dataDir: join(tmp, 'raw'), syncOnCommit: true });
   await migrate(raw);
   port = await freePort();
   let server = startServer();
@@ -290,7 +369,9 @@ async function main(): Promise<void> {
   const insertRaw = async () => (await raw.write<{ n: number }>(rawSql, [rawTenant, new Date(), JSON.stringify(fillRecords(big[next++ % big.length]!))]))[0]!.n;
 
   const kb = Math.round(big[0]!.body.length / 1000);
-  console.log(`store=${STORE} concurrency=${CONCURRENCY} latency-concurrency=${LAT_CONCURRENCY} duration=${DURATION}s runs=${RUNS} rollups=${opt.rollups ? 'on' : 'off'} body≈${kb} KB/1000 events; server pid ${server.pid}`);
+  console.log(
+    `store=${STORE} concurrency=${CONCURRENCY} latency-concurrency=${LAT_CONCURRENCY} duration=${DURATION}s runs=${RUNS} rollups=${opt.rollups ? 'on' : 'off'} body≈${kb} KB/1000 events; server pid ${server.pid}`,
+  );
   console.log(`warm-up: ${WARMUP}s HTTP, ${WARMUP}s raw`);
   let counted = (await closedLoop(CONCURRENCY, WARMUP, sendBig)).events; // HTTP events the phases counted, checked against `acked`
   await closedLoop(CONCURRENCY, WARMUP, insertRaw);
@@ -299,7 +380,9 @@ async function main(): Promise<void> {
   let probed = 0;
   const sendProbe = async () => (await postEvents(ingestKey, fillBody(small[next++ % small.length]!), 100), (probed += 100));
   const probesOff: number[] = [];
-  const httpRates: number[] = [], rawRates: number[] = [], p99s: number[] = [];
+  const httpRates: number[] = [],
+    rawRates: number[] = [],
+    p99s: number[] = [];
   for (let run = 1; run <= RUNS; run++) {
     let cpu = cpuMeter(server.pid!);
     const stopProbe = opt.rollups ? probe(sendProbe) : undefined;
@@ -312,7 +395,9 @@ async function main(): Promise<void> {
     const r = await closedLoop(CONCURRENCY, DURATION, insertRaw);
     const rc = cpu();
     rawRates.push(r.events / r.seconds);
-    console.log(`run ${run}: http ${r0(h.events / h.seconds)} events/s (p50 ${pct(h.latencies, 50).toFixed(1)} ms, p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${hc})`);
+    console.log(
+      `run ${run}: http ${r0(h.events / h.seconds)} events/s (p50 ${pct(h.latencies, 50).toFixed(1)} ms, p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${hc})`,
+    );
     console.log(`run ${run}: raw  ${r0(r.events / r.seconds)} events/s (p50 ${pct(r.latencies, 50).toFixed(1)} ms per 1000-row insert; ${rc})`);
     if (r.events % 1000) console.log('  raw: some rows conflicted (unexpected: every id is new)');
   }
@@ -323,7 +408,9 @@ async function main(): Promise<void> {
     const sc = cpu();
     counted += s.events;
     p99s.push(pct(s.latencies, 99));
-    console.log(`latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (${sc})`);
+    console.log(
+      `latency run ${run}: 100-event batches, ${s.latencies.length} requests, ${r0(s.events / s.seconds)} events/s, p50 ${pct(s.latencies, 50).toFixed(1)} ms, p99 ${pct(s.latencies, 99).toFixed(1)} ms (${sc})`,
+    );
   }
 
   // Last, so that its rows do not weigh on the phases above. PostgreSQL alone (--store-alone): the same statement from bare clients, its JSON serialised before timing, so that
@@ -358,7 +445,9 @@ async function main(): Promise<void> {
     await waitReady();
     const backlog = acked;
     const seconds = Number(opt['rollups-duration']) / RUNS;
-    console.log(`rollups on (ROLLUP_INTERVAL_SECONDS=${process.env.ROLLUP_INTERVAL_SECONDS ?? 60}): ${RUNS} runs of ${seconds.toFixed(0)}s HTTP, the ${backlog} events sent so far as a backlog`);
+    console.log(
+      `rollups on (ROLLUP_INTERVAL_SECONDS=${process.env.ROLLUP_INTERVAL_SECONDS ?? 60}): ${RUNS} runs of ${seconds.toFixed(0)}s HTTP, the ${backlog} events sent so far as a backlog`,
+    );
     const visible = async () => (await api<{ events: { total: number } }>('GET', '/v1/accounts/coverage', adminKey)).events.total;
     const stopLag = sampleLag(tracker, visible, () => acked);
     const stopProbe = probe(sendProbe);
@@ -382,8 +471,11 @@ async function main(): Promise<void> {
   const status = readFileSync(`/proc/${server.pid}/status`, 'utf8');
   const kbOf = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   const shown = await api<{ usage: { events: number } }>('GET', `/admin/v1/tenants/${tenant.id}`, ADMIN_TOKEN);
-  console.log(`server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; access log lines ${accessLines}; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`);
-  if (shown.usage.events !== acked || counted !== acked || duplicatesSeen > 0) console.log(`WARNING: counted ${counted}, acknowledged ${acked} and stored ${shown.usage.events} should all agree, with no duplicates`);
+  console.log(
+    `server: VmRSS ${r0(kbOf('VmRSS') / 1024)} MB, VmHWM (peak) ${r0(kbOf('VmHWM') / 1024)} MB; access log lines ${accessLines}; acknowledged ${acked}, stored (usage counter) ${shown.usage.events}; responses carrying duplicates: ${duplicatesSeen}`,
+  );
+  if (shown.usage.events !== acked || counted !== acked || duplicatesSeen > 0)
+    console.log(`WARNING: counted ${counted}, acknowledged ${acked} and stored ${shown.usage.events} should all agree, with no duplicates`);
 
   server.removeAllListeners('exit');
   const exited = new Promise((r) => server.once('exit', r));
@@ -396,8 +488,11 @@ async function main(): Promise<void> {
   agent.destroy();
   rmSync(tmp, { recursive: true, force: true });
 
-  const events = median(httpRates), rawRate = median(rawRates);
-  console.log(`medians of ${RUNS}: http ${httpRates.map(r0).join(', ')} → ${r0(events)}; raw ${rawRates.map(r0).join(', ')} → ${r0(rawRate)}; p99 100-event ${p99s.map((p) => p.toFixed(1)).join(', ')} ms`);
+  const events = median(httpRates),
+    rawRate = median(rawRates);
+  console.log(
+    `medians of ${RUNS}: http ${httpRates.map(r0).join(', ')} → ${r0(events)}; raw ${rawRates.map(r0).join(', ')} → ${r0(rawRate)}; p99 100-event ${p99s.map((p) => p.toFixed(1)).join(', ')} ms`,
+  );
   const readModel = on && {
     events_per_s_rollups: r0(median(on.rates)),
     read_model_ratio: Number((median(on.rates) / events).toFixed(3)),
@@ -408,8 +503,23 @@ async function main(): Promise<void> {
     probe_100_event_max_ms: { off: Number(Math.max(...probesOff).toFixed(1)), on: Number(Math.max(...on.probes).toFixed(1)) },
     ...(fold && { fold_us_per_event: fold.us_per_event, fold_backlog_events: fold.events }),
   };
-  if (on) console.log(`rollups: http ${on.rates.map(r0).join(', ')} → ${r0(median(on.rates))} vs ${r0(events)} off; backlog ${on.backlog} visible after ${on.catchUp ?? 'never'} s; steady lag samples ${on.steady.map((x) => x.toFixed(0)).join(' ')}`);
-  console.log(JSON.stringify({ store: STORE, events_per_s: r0(events), raw_insert_per_s: r0(rawRate), ratio: Number((events / rawRate).toFixed(3)), p99_ms_100_event_batch: Number(median(p99s).toFixed(1)), rss_mb: r0(kbOf('VmRSS') / 1024), rss_peak_mb: r0(kbOf('VmHWM') / 1024), rss_idle_mb: r0(idleRss), ...readModel }));
+  if (on)
+    console.log(
+      `rollups: http ${on.rates.map(r0).join(', ')} → ${r0(median(on.rates))} vs ${r0(events)} off; backlog ${on.backlog} visible after ${on.catchUp ?? 'never'} s; steady lag samples ${on.steady.map((x) => x.toFixed(0)).join(' ')}`,
+    );
+  console.log(
+    JSON.stringify({
+      store: STORE,
+      events_per_s: r0(events),
+      raw_insert_per_s: r0(rawRate),
+      ratio: Number((events / rawRate).toFixed(3)),
+      p99_ms_100_event_batch: Number(median(p99s).toFixed(1)),
+      rss_mb: r0(kbOf('VmRSS') / 1024),
+      rss_peak_mb: r0(kbOf('VmHWM') / 1024),
+      rss_idle_mb: r0(idleRss),
+      ...readModel,
+    }),
+  );
 }
 
 main().catch((err: unknown) => {

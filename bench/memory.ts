@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const { values: opt } = parseArgs({ options: { idle: { type: 'string', default: '10' }, 'node-flags': { type: 'string', default: '' }, runs: { type: 'string', default: '2' } } });
+const { values: opt } = parseArgs({
+  options: { idle: { type: 'string', default: '10' }, 'node-flags': { type: 'string', default: '' }, runs: { type: 'string', default: '2' } },
+});
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -31,7 +33,13 @@ async function idleRss(dataDir: string): Promise<number> {
     stdio: 'ignore',
   });
   for (let i = 0; ; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (i > 1200) throw new Error('not ready in 120 s');
     await sleep(100);
   }

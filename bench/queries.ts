@@ -20,12 +20,17 @@ import { openDb } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { insertProduct } from '../src/storage/products.js';
 
-const { values: opt } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, requests: { type: 'string', default: '200' }, drop: { type: 'boolean', default: false } } });
+const { values: opt } = parseArgs({
+  options: { events: { type: 'string', default: '1000000' }, requests: { type: 'string', default: '200' }, drop: { type: 'boolean', default: false } },
+});
 const [EVENTS, REQUESTS] = [Number(opt.events), Number(opt.requests)];
 const [ACCOUNTS, LICENSES, ACTORS, VERSIONS, CHUNK] = [2_000, 5_000, 50_000, 20, 1_000_000];
 const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench_queries';
 const ADMIN_TOKEN = randomUUID();
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 const r1 = (n: number) => Math.round(n * 10) / 10;
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
@@ -55,7 +60,10 @@ async function setupDimensions(gen: pg.Client): Promise<void> {
       FROM (SELECT i, 1 + floor(${ACCOUNTS} * power(random(), 2.5))::int AS account, random() AS r FROM generate_series(1, ${ACTORS}) i) a
       JOIN (SELECT account, n FROM b_account_licenses WHERE k = 1) c ON c.account = a.account
       JOIN b_account_licenses al ON al.account = a.account AND al.k = 1 + floor(a.r * c.n)::int`);
-  await gen.query('CREATE TEMP TABLE b_pairs AS SELECT (ord - 1)::int AS i, c AS category, n AS name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(c, n, ord)', [PAIRS.map((p) => p[0]), PAIRS.map((p) => p[1])]);
+  await gen.query(
+    'CREATE TEMP TABLE b_pairs AS SELECT (ord - 1)::int AS i, c AS category, n AS name FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(c, n, ord)',
+    [PAIRS.map((p) => p[0]), PAIRS.map((p) => p[1])],
+  );
   for (const t of ['b_actors', 'b_pairs']) await gen.query(`ALTER TABLE ${t} ADD PRIMARY KEY (i); ANALYZE ${t}`);
 }
 
@@ -104,25 +112,40 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function get(port: number, key: string, path: string, accept = 'application/json', onChunk?: () => void): Promise<number> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    http.get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}`, accept } }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (res.statusCode === 200 ? onChunk?.() : (body += c)));
-      res.on('end', () => {
-        if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${body.slice(0, 120)}`);
-        if (res.statusCode === 200 || res.statusCode === 422) resolve(performance.now() - t0);
-        else reject(new Error(`GET ${path}: ${res.statusCode} ${body.slice(0, 300)}`));
-      });
-    }).on('error', reject);
+    http
+      .get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}`, accept } }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (res.statusCode === 200 ? onChunk?.() : (body += c)));
+        res.on('end', () => {
+          if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${body.slice(0, 120)}`);
+          if (res.statusCode === 200 || res.statusCode === 422) resolve(performance.now() - t0);
+          else reject(new Error(`GET ${path}: ${res.statusCode} ${body.slice(0, 300)}`));
+        });
+      })
+      .on('error', reject);
   });
 }
 
 /** A varied request: range, time zone, interval, and one filter. */
 function common(): string {
-  const range = pick(['range=7d', 'range=30d', 'range=month', 'range=14d', `from=${new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10)}&to=${new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10)}`]);
+  const range = pick([
+    'range=7d',
+    'range=30d',
+    'range=month',
+    'range=14d',
+    `from=${new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10)}&to=${new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10)}`,
+  ]);
   const tz = pick(['UTC', 'UTC', 'America/New_York', 'Europe/Berlin']);
   return `${range}&tz=${encodeURIComponent(tz)}&interval=${pick(['day', 'day', 'week'])}`;
 }
-const filter = (events: boolean) => pick(['', '', `&product=desktop-app&version=5.${Math.floor(Math.random() * VERSIONS)}.0`, `&account_id=acct_000${1 + Math.floor(Math.random() * 9)}`, ...(events ? [`&name=${pick(PAIRS)[1]}`, '&property=screen:home'] : [])]);
+const filter = (events: boolean) =>
+  pick([
+    '',
+    '',
+    `&product=desktop-app&version=5.${Math.floor(Math.random() * VERSIONS)}.0`,
+    `&account_id=acct_000${1 + Math.floor(Math.random() * 9)}`,
+    ...(events ? [`&name=${pick(PAIRS)[1]}`, '&property=screen:home'] : []),
+  ]);
 
 async function main(): Promise<void> {
   console.log(`load ${load()}; database ${dbName()} recreated; ${EVENTS.toLocaleString('en')} events`);
@@ -155,7 +178,8 @@ async function main(): Promise<void> {
   const port = (app.server.address() as { port: number }).port;
   const fingerprint = 'fp_1';
   const reports: Record<string, () => string> = {
-    trends: () => `/v1/reports/trends?${common()}${filter(true)}${pick(['', '&breakdown=name', '&breakdown=version', '&breakdown=account', '&breakdown=os', '&breakdown=property:screen'])}`,
+    trends: () =>
+      `/v1/reports/trends?${common()}${filter(true)}${pick(['', '&breakdown=name', '&breakdown=version', '&breakdown=account', '&breakdown=os', '&breakdown=property:screen'])}`,
     active_actors: () => `/v1/reports/active-actors?${common()}${filter(true)}`,
     versions: () => `/v1/reports/versions?product=desktop-app&${common()}${filter(false).replace(/&product=[^&]*&version=[^&]*/, '')}`,
     accounts: () => `/v1/reports/accounts?${common()}${filter(true)}`,
@@ -172,7 +196,9 @@ async function main(): Promise<void> {
     const times: number[] = [];
     for (let i = 0; i < REQUESTS; i++) times.push(await get(port, key, url()));
     p95[name] = r1(pct(times, 95));
-    console.log(`${name}: p50 ${r1(pct(times, 50))} ms, p95 ${p95[name]} ms, max ${r1(Math.max(...times))} ms (${REQUESTS} requests, ${failures.length} answered 422 so far; load ${load()})`);
+    console.log(
+      `${name}: p50 ${r1(pct(times, 50))} ms, p95 ${p95[name]} ms, max ${r1(Math.max(...times))} ms (${REQUESTS} requests, ${failures.length} answered 422 so far; load ${load()})`,
+    );
   }
 
   // The export: every event of the 30 days as CSV, the server's RSS sampled while it streams.
@@ -183,14 +209,25 @@ async function main(): Promise<void> {
   const exportMs = await get(port, key, '/v1/events?range=31d', 'text/csv', () => chunks++);
   clearInterval(sample);
   const growth = r1((peak - rss0) / 1_048_576);
-  console.log(`CSV export of ${EVENTS.toLocaleString('en')} events: ${(exportMs / 1000).toFixed(1)} s, ${chunks} chunks, RSS growth ${growth} MB (from ${r1(rss0 / 1_048_576)} MB); load ${load()}`);
+  console.log(
+    `CSV export of ${EVENTS.toLocaleString('en')} events: ${(exportMs / 1000).toFixed(1)} s, ${chunks} chunks, RSS growth ${growth} MB (from ${r1(rss0 / 1_048_576)} MB); load ${load()}`,
+  );
   agent.destroy();
   await app.close();
   await gen.end();
   await db.close();
   if (opt.drop) await admin(`DROP DATABASE ${dbName()}`);
   for (const f of failures.slice(0, 10)) console.log(`  ${f}`);
-  console.log(JSON.stringify({ store: 'postgres', events: EVENTS, p95_ms: p95, export_rss_growth_mb: growth, query_too_large: failures.length, load_1m: Number(loadavg()[0]!.toFixed(2)) }));
+  console.log(
+    JSON.stringify({
+      store: 'postgres',
+      events: EVENTS,
+      p95_ms: p95,
+      export_rss_growth_mb: growth,
+      query_too_large: failures.length,
+      load_1m: Number(loadavg()[0]!.toFixed(2)),
+    }),
+  );
 }
 
 main().catch((err: unknown) => {

@@ -33,7 +33,12 @@ export class LagTracker {
  * folded in the window; the bench's events are all within the last hour) and prints the lag.
  * Returns a stop function that resolves to the samples, in seconds.
  */
-export function sampleLag(tracker: LagTracker, visible: () => Promise<number>, acked: () => number, everyMs = 5000): () => Promise<{ at: number; lag: number }[]> {
+export function sampleLag(
+  tracker: LagTracker,
+  visible: () => Promise<number>,
+  acked: () => number,
+  everyMs = 5000,
+): () => Promise<{ at: number; lag: number }[]> {
   const samples: { at: number; lag: number }[] = [];
   const t0 = performance.now();
   let busy = Promise.resolve();

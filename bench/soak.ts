@@ -11,7 +11,12 @@ import { startServer } from '../test/helpers/server-process.js';
 import { removeOnExit } from '../test/helpers/on-exit.js';
 
 const { values: opt } = parseArgs({
-  options: { store: { type: 'string', default: 'pglite' }, minutes: { type: 'string', default: '10' }, sample: { type: 'string', default: '30' }, probe: { type: 'string', default: '15' } },
+  options: {
+    store: { type: 'string', default: 'pglite' },
+    minutes: { type: 'string', default: '10' },
+    sample: { type: 'string', default: '30' },
+    probe: { type: 'string', default: '15' },
+  },
 });
 const MINUTES = Number(opt.minutes);
 const SAMPLE_S = Number(opt.sample);
@@ -19,16 +24,26 @@ const PROBE_S = Number(opt.probe);
 const ADMIN = 'soak-admin';
 const dir = removeOnExit(mkdtempSync(join(tmpdir(), 'tally-soak-')));
 writeFileSync(join(dir, 'plans.json'), JSON.stringify({ enterprise: { requests_per_minute: 10_000_000, monthly_events: 1e12 } }));
-const env: Record<string, string> = { ...(process.env.EMBEDDED_SYNC ? { EMBEDDED_SYNC: process.env.EMBEDDED_SYNC } : {}), ADMIN_TOKEN: ADMIN, PLANS_FILE: join(dir, 'plans.json'), LOG_LEVEL: 'warn', DATA_DIR: join(dir, 'data') };
+const env: Record<string, string> = {
+  ...(process.env.EMBEDDED_SYNC ? { EMBEDDED_SYNC: process.env.EMBEDDED_SYNC } : {}),
+  ADMIN_TOKEN: ADMIN,
+  PLANS_FILE: join(dir, 'plans.json'),
+  LOG_LEVEL: 'warn',
+  DATA_DIR: join(dir, 'data'),
+};
 if (opt.store === 'postgres') env.DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/tally_bench';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 function post(url: string, key: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -56,14 +71,20 @@ const p99 = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.ce
 
 const server = await startServer(env);
 try {
-  const created = JSON.parse(await new Promise<string>((resolve) => {
-    const req = http.request(`${server.url}/admin/v1/tenants`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' } }, (res) => {
-      let s = '';
-      res.on('data', (d) => (s += d));
-      res.on('end', () => resolve(s));
-    });
-    req.end(JSON.stringify({ name: 'soak', plan: 'enterprise' }));
-  })) as { api_keys: { key: string; permissions: string[] }[] };
+  const created = JSON.parse(
+    await new Promise<string>((resolve) => {
+      const req = http.request(
+        `${server.url}/admin/v1/tenants`,
+        { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' } },
+        (res) => {
+          let s = '';
+          res.on('data', (d) => (s += d));
+          res.on('end', () => resolve(s));
+        },
+      );
+      req.end(JSON.stringify({ name: 'soak', plan: 'enterprise' }));
+    }),
+  ) as { api_keys: { key: string; permissions: string[] }[] };
   const key = created.api_keys.find((k) => k.permissions.length === 4)!.key;
   await post(`${server.url}/v1/products`, key, JSON.stringify({ slug: 'app' }));
   const url = `${server.url}/v1/events`;
@@ -71,9 +92,11 @@ try {
   // 1. Saturation with the soak's own batch size (100 events: per-request costs count), 8 senders as fast as they go.
   let sent = 0;
   const probeEnd = Date.now() + PROBE_S * 1000;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (Date.now() < probeEnd) if ((await post(url, key, batch(100))) === 200) sent += 100;
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (Date.now() < probeEnd) if ((await post(url, key, batch(100))) === 200) sent += 100;
+    }),
+  );
   const saturating = sent / PROBE_S;
   const target = saturating / 2;
   console.log(`saturating load ≈ ${Math.round(saturating)} events/s; soaking at ${Math.round(target)} events/s for ${MINUTES} min`);
@@ -102,7 +125,13 @@ try {
       .finally(() => inflight.delete(p));
     inflight.add(p);
     if (Date.now() >= nextSample) {
-      samples.push({ t_s: Math.round((Date.now() - started) / 1000), rss_mb: Math.round(rssMb(server.child.pid!)), p99_ms: Math.round(p99(window)), events_per_s: Math.round(windowEvents / SAMPLE_S), errors });
+      samples.push({
+        t_s: Math.round((Date.now() - started) / 1000),
+        rss_mb: Math.round(rssMb(server.child.pid!)),
+        p99_ms: Math.round(p99(window)),
+        events_per_s: Math.round(windowEvents / SAMPLE_S),
+        errors,
+      });
       console.log(JSON.stringify(samples[samples.length - 1]));
       window = [];
       windowEvents = 0;

@@ -95,7 +95,9 @@ function answerClientError(err: Error, socket: import('node:net').Socket): void 
     code: problem,
     detail: timeout ? 'the request did not arrive in time' : 'the request could not be parsed',
   });
-  socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
   socket.destroySoon();
 }
 

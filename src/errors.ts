@@ -28,8 +28,7 @@ export class AppError extends Error {
 }
 
 export const unauthorized = (detail = 'missing or invalid API key') => new AppError(401, 'unauthorized', detail);
-export const forbidden = (permission: string) =>
-  new AppError(403, 'forbidden', `this API key lacks the ${permission} permission`);
+export const forbidden = (permission: string) => new AppError(403, 'forbidden', `this API key lacks the ${permission} permission`);
 export const notFound = (code: string, what: string) => new AppError(404, code, `${what} not found`);
 export const validationError = (errors: FieldError[], status = 400) =>
   new AppError(status, 'validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });

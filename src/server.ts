@@ -69,8 +69,10 @@ function rootCause(err: unknown): string {
 function startError(err: unknown, config: Config): ConfigError | undefined {
   const e = err as NodeJS.ErrnoException & { code?: string };
   if (err instanceof ConfigError) return err;
-  if (e?.code === 'EADDRINUSE') return new ConfigError(`Port ${config.port} on ${config.host} is already in use: stop what listens there or set PORT to a free port.`);
-  if (e?.code === 'EACCES' && e.syscall === 'listen') return new ConfigError(`Cannot listen on port ${config.port} (permission denied): set PORT to 1024 or above.`);
+  if (e?.code === 'EADDRINUSE')
+    return new ConfigError(`Port ${config.port} on ${config.host} is already in use: stop what listens there or set PORT to a free port.`);
+  if (e?.code === 'EACCES' && e.syscall === 'listen')
+    return new ConfigError(`Cannot listen on port ${config.port} (permission denied): set PORT to 1024 or above.`);
   if (e?.code === 'EADDRNOTAVAIL' || (e?.code === 'ENOTFOUND' && e.syscall === 'getaddrinfo' && !config.databaseUrl)) {
     return new ConfigError(`HOST ${config.host} is not an address of this machine: set HOST to one (127.0.0.1, 0.0.0.0).`);
   }
@@ -133,7 +135,9 @@ export async function main(): Promise<void> {
         throw new ConfigError(`${(err as Error).message}.`, { cause: err });
       }
       locked = true;
-      log.warn(`embedded store in ${config.dataDir} (PGlite, in a worker thread, one owner process): for trials and small installs; set DATABASE_URL for production`);
+      log.warn(
+        `embedded store in ${config.dataDir} (PGlite, in a worker thread, one owner process): for trials and small installs; set DATABASE_URL for production`,
+      );
       // The operator API is always on with the embedded store: with a token from ADMIN_TOKEN, or one kept in DATA_DIR.
       if (!config.adminToken) {
         operatorToken = ensureOperatorToken(config.dataDir);
@@ -161,10 +165,7 @@ export async function main(): Promise<void> {
     lines.push('', `Console: ${base}/console/ (sign in with an API key)`);
     // Printed when it is made, or with the demo keys (a first start that failed to listen made it unseen).
     if (operatorToken && (operatorToken.created || demo)) {
-      lines.push(
-        '',
-        `Operator token (for /admin/v1 and npm run admin; kept in ${operatorToken.path}, readable by you only): ${operatorToken.token}`,
-      );
+      lines.push('', `Operator token (for /admin/v1 and npm run admin; kept in ${operatorToken.path}, readable by you only): ${operatorToken.token}`);
     }
     if (lines.length > 0) process.stdout.write(['', ...lines, ''].join('\n') + '\n');
   } catch (err) {

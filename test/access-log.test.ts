@@ -50,7 +50,10 @@ describe('access log', () => {
     const t = await startTestApp({ logger, env: { ACCESS_LOG: 'false' } });
     try {
       assert.equal((await t.app.inject({ method: 'GET', url: '/v1/products' })).statusCode, 401);
-      assert.deepEqual(lines.filter((l) => l.msg === 'request'), []);
+      assert.deepEqual(
+        lines.filter((l) => l.msg === 'request'),
+        [],
+      );
     } finally {
       await t.close();
     }

@@ -36,7 +36,12 @@ async function fixture() {
   assert.equal(res.statusCode, 200);
   const headers = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' };
   const session = (id: string, extra: object) =>
-    t.app.inject({ method: 'POST', url: '/v1/events/sessions', headers, payload: { session_id: id, actor_id: 'a1', product: 'app', product_version: '1.0', started_at: ago(3_600_000), ...extra } });
+    t.app.inject({
+      method: 'POST',
+      url: '/v1/events/sessions',
+      headers,
+      payload: { session_id: id, actor_id: 'a1', product: 'app', product_version: '1.0', started_at: ago(3_600_000), ...extra },
+    });
   assert.equal((await session('s1', { account_id: 'acme', license_id: 'L1' })).statusCode, 200);
   assert.equal((await session('s2', {})).statusCode, 200);
   for (const id of ['x1', 'x2']) {
@@ -44,7 +49,19 @@ async function fixture() {
       method: 'POST',
       url: '/v1/events/exceptions',
       headers,
-      payload: { exception_id: id, exception_type: 'TypeError', message: 'boom', stack_trace: 'TypeError: boom\n    at save (app.js:10:5)', severity: 'fatal', occurred_at: ago(1_800_000), actor_id: 'a1', product: 'app', product_version: '1.0', account_id: 'acme', license_id: 'L1' },
+      payload: {
+        exception_id: id,
+        exception_type: 'TypeError',
+        message: 'boom',
+        stack_trace: 'TypeError: boom\n    at save (app.js:10:5)',
+        severity: 'fatal',
+        occurred_at: ago(1_800_000),
+        actor_id: 'a1',
+        product: 'app',
+        product_version: '1.0',
+        account_id: 'acme',
+        license_id: 'L1',
+      },
     });
     assert.equal(r.statusCode, 200, r.body);
   }
@@ -59,7 +76,10 @@ describe('accounts and licenses', () => {
     assert.equal(body.window_days, 30);
     assert.ok(Date.parse(body.refreshed_at) <= Date.now());
     assert.equal(body.next_cursor, null);
-    assert.deepEqual(body.data.map((a: { account_id: string }) => a.account_id), ['acme', 'globex']);
+    assert.deepEqual(
+      body.data.map((a: { account_id: string }) => a.account_id),
+      ['acme', 'globex'],
+    );
     const acme = body.data[0];
     assert.equal(acme.events, 6, '5 recent + 1 at 29 days; the one at 31 days is outside');
     assert.equal(acme.active_actors, 3, 'a1, a2, a3: exact distinct');
@@ -73,30 +93,60 @@ describe('accounts and licenses', () => {
     const tenant = await fixture();
     const o = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();
     assert.deepEqual(o.counts, { events: 6, sessions: 1, exceptions: 2, active_actors: 3, licenses: 2, products: 1 });
-    assert.deepEqual(o.products.map((p: { product: string; events: number }) => [p.product, p.events]), [['app', 6]]);
-    assert.deepEqual(o.versions.map((v: { source_version: string; events: number }) => [v.source_version, v.events]), [['1.0', 3], ['2.0', 3]]);
-    assert.deepEqual(o.licenses.map((l: { license_id: string; events: number; active_actors: number }) => [l.license_id, l.events, l.active_actors]), [['L1', 4, 2], ['L2', 1, 1]]);
+    assert.deepEqual(
+      o.products.map((p: { product: string; events: number }) => [p.product, p.events]),
+      [['app', 6]],
+    );
+    assert.deepEqual(
+      o.versions.map((v: { source_version: string; events: number }) => [v.source_version, v.events]),
+      [
+        ['1.0', 3],
+        ['2.0', 3],
+      ],
+    );
+    assert.deepEqual(
+      o.licenses.map((l: { license_id: string; events: number; active_actors: number }) => [l.license_id, l.events, l.active_actors]),
+      [
+        ['L1', 4, 2],
+        ['L2', 1, 1],
+      ],
+    );
     assert.equal(o.recent_exceptions.length, 1);
     assert.equal(o.recent_exceptions[0].count, 2);
     assert.equal(o.recent_exceptions[0].exception_type, 'TypeError');
 
     const features = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/features')).json();
-    assert.deepEqual(features.data.map((f: { category: string; name: string; events: number }) => [f.category, f.name, f.events]), [
-      ['ui', 'click', 3],
-      ['report', 'export', 1],
-      ['ui', 'open', 1],
-      ['ui', 'save', 1],
-    ]);
+    assert.deepEqual(
+      features.data.map((f: { category: string; name: string; events: number }) => [f.category, f.name, f.events]),
+      [
+        ['ui', 'click', 3],
+        ['report', 'export', 1],
+        ['ui', 'open', 1],
+        ['ui', 'save', 1],
+      ],
+    );
     assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts/acme/features?limit=1')).json().data.length, 1);
 
     const actors = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/actors?limit=2')).json();
-    assert.deepEqual(actors.data.map((a: { actor_id: string; events: number }) => [a.actor_id, a.events]), [['a1', 3], ['a2', 2]]);
+    assert.deepEqual(
+      actors.data.map((a: { actor_id: string; events: number }) => [a.actor_id, a.events]),
+      [
+        ['a1', 3],
+        ['a2', 2],
+      ],
+    );
     const rest = (await get(t.app, tenant.adminKey, `/v1/accounts/acme/actors?limit=2&cursor=${actors.next_cursor}`)).json();
-    assert.deepEqual(rest.data.map((a: { actor_id: string }) => a.actor_id), ['a3']);
+    assert.deepEqual(
+      rest.data.map((a: { actor_id: string }) => a.actor_id),
+      ['a3'],
+    );
     assert.equal(rest.next_cursor, null);
 
     const licenses = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/licenses')).json();
-    assert.deepEqual(licenses.data.map((l: { license_id: string }) => l.license_id), ['L1', 'L2']);
+    assert.deepEqual(
+      licenses.data.map((l: { license_id: string }) => l.license_id),
+      ['L1', 'L2'],
+    );
     const versions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/versions')).json();
     assert.deepEqual(versions.data[0], { source_app: 'app', source_version: '1.0', events: 3, sessions: 1 });
     const exceptions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/exceptions')).json();
@@ -108,19 +158,31 @@ describe('accounts and licenses', () => {
   it('lists licenses and answers one license detail', async () => {
     const tenant = await fixture();
     const list = (await get(t.app, tenant.adminKey, '/v1/licenses')).json();
-    assert.deepEqual(list.data.map((l: { license_id: string; events: number; accounts: number }) => [l.license_id, l.events, l.accounts]), [
-      ['L1', 4, 1],
-      ['L2', 1, 1],
-      ['L9', 1, 1],
-    ]);
+    assert.deepEqual(
+      list.data.map((l: { license_id: string; events: number; accounts: number }) => [l.license_id, l.events, l.accounts]),
+      [
+        ['L1', 4, 1],
+        ['L2', 1, 1],
+        ['L9', 1, 1],
+      ],
+    );
     const l1 = (await get(t.app, tenant.adminKey, '/v1/licenses/L1')).json();
-    assert.deepEqual(l1.accounts.map((a: { account_id: string }) => a.account_id), ['acme']);
+    assert.deepEqual(
+      l1.accounts.map((a: { account_id: string }) => a.account_id),
+      ['acme'],
+    );
     assert.equal(l1.active_actors, 2);
     assert.equal(l1.counts.sessions, 1);
     assert.equal(l1.counts.exceptions, 2);
-    assert.deepEqual(l1.products.map((p: { product: string }) => p.product), ['app']);
+    assert.deepEqual(
+      l1.products.map((p: { product: string }) => p.product),
+      ['app'],
+    );
     assert.ok(l1.recent_activity.length >= 1);
-    assert.equal(l1.recent_activity.reduce((n: number, d: { events: number }) => n + d.events, 0), 4);
+    assert.equal(
+      l1.recent_activity.reduce((n: number, d: { events: number }) => n + d.events, 0),
+      4,
+    );
   });
 
   it('reports coverage, missing sources and cardinality warnings', async () => {
@@ -166,28 +228,41 @@ describe('accounts and licenses', () => {
       await wrote;
       await postEvents(t.app, tenant.ingestKey, [event({ account_id: 'fast', timestamp: ago(60_000) })]);
       await refresh();
-      const accounts = async () => (await get(t.app, tenant.adminKey, '/v1/accounts')).json().data.map((a: { account_id: string; events: number }) => [a.account_id, a.events]);
+      const accounts = async () =>
+        (await get(t.app, tenant.adminKey, '/v1/accounts')).json().data.map((a: { account_id: string; events: number }) => [a.account_id, a.events]);
       assert.deepEqual(await accounts(), [['fast', 1]], 'the open transaction does not hold the others back');
       commit();
       await slow;
       await refresh();
       await refresh();
-      assert.deepEqual(await accounts(), [['fast', 1], ['slow', 1]]);
+      assert.deepEqual(await accounts(), [
+        ['fast', 1],
+        ['slow', 1],
+      ]);
     },
   );
 
   it('paginates the account list stably', async () => {
     const tenant = await tenantWithProduct(t.app, 'enterprise');
-    await postEvents(t.app, tenant.ingestKey, Array.from({ length: 7 }, (_, i) => event({ account_id: `acct-${i}`, timestamp: ago(60_000) })));
+    await postEvents(
+      t.app,
+      tenant.ingestKey,
+      Array.from({ length: 7 }, (_, i) => event({ account_id: `acct-${i}`, timestamp: ago(60_000) })),
+    );
     await refresh();
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { data: { account_id: string }[]; next_cursor: string | null } = (await get(t.app, tenant.adminKey, `/v1/accounts?limit=3${cursor ? `&cursor=${cursor}` : ''}`)).json();
+      const page: { data: { account_id: string }[]; next_cursor: string | null } = (
+        await get(t.app, tenant.adminKey, `/v1/accounts?limit=3${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json();
       seen.push(...page.data.map((a) => a.account_id));
       cursor = page.next_cursor;
     } while (cursor);
-    assert.deepEqual(seen, Array.from({ length: 7 }, (_, i) => `acct-${i}`));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 7 }, (_, i) => `acct-${i}`),
+    );
   });
 
   it('a fold in slices of one transaction each counts every row once, and rows that arrive between runs are folded by the next', async () => {
@@ -211,7 +286,15 @@ describe('accounts and licenses', () => {
   it("an unknown account or license, or another tenant's, is 404", async () => {
     const a = await fixture();
     const b = await tenantWithProduct(t.app, 'business');
-    for (const url of ['/v1/accounts/acme', '/v1/accounts/acme/features', '/v1/accounts/acme/actors', '/v1/accounts/acme/licenses', '/v1/accounts/acme/versions', '/v1/accounts/acme/exceptions', '/v1/licenses/L1']) {
+    for (const url of [
+      '/v1/accounts/acme',
+      '/v1/accounts/acme/features',
+      '/v1/accounts/acme/actors',
+      '/v1/accounts/acme/licenses',
+      '/v1/accounts/acme/versions',
+      '/v1/accounts/acme/exceptions',
+      '/v1/licenses/L1',
+    ]) {
       const foreign = await get(t.app, b.adminKey, url);
       const missing = await get(t.app, a.adminKey, url.replace('acme', 'nobody').replace('L1', 'nolicense'));
       assert.equal(foreign.statusCode, 404, url);
@@ -243,9 +326,22 @@ describe('accounts and licenses', () => {
     await postEvents(t.app, tenant.ingestKey, [event({ account_id: 'early', timestamp: ago(60_000) })]);
     await refresh();
     assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts')).statusCode, 402);
-    await t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${tenant.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { plan: 'business', account_context_enabled: true } });
-    assert.deepEqual((await get(t.app, tenant.adminKey, '/v1/accounts')).json().data.map((a: { account_id: string }) => a.account_id), ['early']);
-    await t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${tenant.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { account_context_enabled: false } });
+    await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/tenants/${tenant.id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { plan: 'business', account_context_enabled: true },
+    });
+    assert.deepEqual(
+      (await get(t.app, tenant.adminKey, '/v1/accounts')).json().data.map((a: { account_id: string }) => a.account_id),
+      ['early'],
+    );
+    await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/tenants/${tenant.id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { account_context_enabled: false },
+    });
     const off = await get(t.app, tenant.adminKey, '/v1/accounts');
     assert.equal(off.statusCode, 403);
     assert.equal(off.json().code, 'account_context_disabled');
@@ -262,7 +358,16 @@ describe('GET /v1/exceptions', () => {
         method: 'POST',
         url: '/v1/events/exceptions',
         headers,
-        payload: { exception_id: id, exception_type: 'E', severity: 'non_fatal', occurred_at: ago(60_000), actor_id: 'u1', product: 'app', product_version: '1.0.0', ...extra },
+        payload: {
+          exception_id: id,
+          exception_type: 'E',
+          severity: 'non_fatal',
+          occurred_at: ago(60_000),
+          actor_id: 'u1',
+          product: 'app',
+          product_version: '1.0.0',
+          ...extra,
+        },
       });
     await send('e1', { message: 'one 1' });
     await send('e2', { message: 'one 2', actor_id: 'u2', product_version: '1.2.0', account_id: 'acme' });

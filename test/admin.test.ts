@@ -23,7 +23,7 @@ describe('operator API', () => {
     const before = (await admin('GET', `/admin/v1/tenants/${victim.id}`)).json();
     for (const [field, value] of [
       ["name = (SELECT 'pwned'), plan", 'enterprise'],
-      ['plan = \'enterprise\' --', 'x'],
+      ["plan = 'enterprise' --", 'x'],
       ['cycle_anchor', '2020-01-01T00:00:00Z'],
       ['created_at', '2020-01-01T00:00:00Z'],
       ['trial_ends_at', '2099-01-01T00:00:00Z'],
@@ -36,7 +36,10 @@ describe('operator API', () => {
       assert.equal(res.json().errors[0].field, field);
     }
     assert.deepEqual((await admin('GET', `/admin/v1/tenants/${victim.id}`)).json(), before);
-    const [row] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenants WHERE name = 'pwned' OR (plan = 'enterprise' AND id IN ($1, $2))", [victim.id, attacker.id]);
+    const [row] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenants WHERE name = 'pwned' OR (plan = 'enterprise' AND id IN ($1, $2))", [
+      victim.id,
+      attacker.id,
+    ]);
     assert.equal(row!.n, 0);
     // The fields that are settable still are.
     const ok = await admin('PATCH', `/admin/v1/tenants/${attacker.id}`, { plan: 'pro', account_context_enabled: false });
@@ -134,7 +137,11 @@ describe('admin CLI', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const address = t.app.server.address() as { port: number };
     const env = { ...process.env, ADMIN_TOKEN };
-    const { stdout } = await run('npx', ['tsx', 'src/cli/admin.ts', 'create-tenant', '--name', 'remote', '--plan', 'pro', '--url', `http://127.0.0.1:${address.port}`], { env });
+    const { stdout } = await run(
+      'npx',
+      ['tsx', 'src/cli/admin.ts', 'create-tenant', '--name', 'remote', '--plan', 'pro', '--url', `http://127.0.0.1:${address.port}`],
+      { env },
+    );
     const created = JSON.parse(stdout);
     const ingest = created.api_keys.find((k: { permissions: string[] }) => k.permissions.length === 1).key;
     // The key works against the same server (no product yet: the event is rejected, not unauthorized).

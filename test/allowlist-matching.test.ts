@@ -17,7 +17,13 @@ const put = (key: string, rules: object[], enabled = true) =>
 
 /** The backtracking translation the matcher replaced: right, but exponential on hostile patterns. */
 const reference = (pattern: string, value: string) =>
-  new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's').test(value);
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  ).test(value);
 
 describe('allowlist globs', () => {
   it('match exactly what the regular-expression translation matches', () => {
@@ -46,7 +52,10 @@ describe('allowlist globs', () => {
   it('refuses a pattern with too many wildcards, and too many wildcard rules, naming the rule', async () => {
     const tenant = await tenantWithProduct(t.app);
     const stars = '*a'.repeat(ALLOWLIST_LIMITS.wildcards + 1);
-    const res = await put(tenant.adminKey, [{ category: 'ui', name: 'ok' }, { category: 'ui', name: stars }]);
+    const res = await put(tenant.adminKey, [
+      { category: 'ui', name: 'ok' },
+      { category: 'ui', name: stars },
+    ]);
     assert.equal(res.statusCode, 400);
     assert.equal(res.json().code, 'validation_error');
     assert.equal(res.json().errors[0].field, 'rules[1].name');
@@ -73,7 +82,10 @@ describe('allowlist globs', () => {
   it('a 1000-event batch against the worst list allowed keeps /healthz under 100 ms (real socket)', async () => {
     const tenant = await tenantWithProduct(t.app);
     // The worst shape for a backtracking matcher: many wildcards, a literal that never closes.
-    const worst = Array.from({ length: ALLOWLIST_LIMITS.wildcardRules }, (_, i) => ({ category: '*'.repeat(1) + 'a*'.repeat(ALLOWLIST_LIMITS.wildcards - 1), name: `${'*a'.repeat(ALLOWLIST_LIMITS.wildcards)}b${i}` }));
+    const worst = Array.from({ length: ALLOWLIST_LIMITS.wildcardRules }, (_, i) => ({
+      category: '*'.repeat(1) + 'a*'.repeat(ALLOWLIST_LIMITS.wildcards - 1),
+      name: `${'*a'.repeat(ALLOWLIST_LIMITS.wildcards)}b${i}`,
+    }));
     assert.equal((await put(tenant.adminKey, worst)).statusCode, 200);
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
@@ -91,7 +103,11 @@ describe('allowlist globs', () => {
       }
     })();
     for (let round = 0; round < 3; round++) {
-      const res = await fetch(`${base}/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' }, body: JSON.stringify(batch) });
+      const res = await fetch(`${base}/v1/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(batch),
+      });
       const body = (await res.json()) as { rejected: number; results: { reason?: string }[] };
       assert.equal(res.status, 207);
       assert.equal(body.rejected, 1000);

@@ -37,7 +37,10 @@ describe('allowlists', () => {
       event({ category: 'UI', name: 'click' }),
     ]);
     assert.equal(verdicts.statusCode, 207);
-    assert.deepEqual(verdicts.json().results.map((r: { reason?: string }) => r.reason ?? 'ok'), ['ok', 'ok', 'ok', 'ALLOWLIST_REJECTED', 'ALLOWLIST_REJECTED']);
+    assert.deepEqual(
+      verdicts.json().results.map((r: { reason?: string }) => r.reason ?? 'ok'),
+      ['ok', 'ok', 'ok', 'ALLOWLIST_REJECTED', 'ALLOWLIST_REJECTED'],
+    );
     await send('PUT', '/v1/products/app/allowlist', tenant.adminKey, { enabled: false });
     assert.equal((await judge(t.app, tenant.ingestKey, event({ category: 'ui', name: 'hover' }))).status, 'accepted');
   });
@@ -53,10 +56,24 @@ describe('allowlists', () => {
 
   it("imports the clients' event manifest", async () => {
     const tenant = await tenantWithProduct(t.app);
-    const manifest = { schema_version: '1', generated_at: '2026-11-01T00:00:00Z', product: 'app', events: [{ category: 'ui', name: 'click' }, { category: 'ui', name: 'save' }] };
+    const manifest = {
+      schema_version: '1',
+      generated_at: '2026-11-01T00:00:00Z',
+      product: 'app',
+      events: [
+        { category: 'ui', name: 'click' },
+        { category: 'ui', name: 'save' },
+      ],
+    };
     const res = await send('POST', '/v1/products/app/allowlist/import', tenant.adminKey, manifest);
     assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { enabled: false, rules: [{ category: 'ui', name: 'click' }, { category: 'ui', name: 'save' }] });
+    assert.deepEqual(res.json(), {
+      enabled: false,
+      rules: [
+        { category: 'ui', name: 'click' },
+        { category: 'ui', name: 'save' },
+      ],
+    });
     await send('POST', '/v1/products/app/allowlist/import', tenant.adminKey, manifest); // again: no duplicates
     assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app/allowlist')).json().rules.length, 2);
     assert.equal((await send('POST', '/v1/products/app/allowlist/import', tenant.adminKey, { events: [{ category: 'ui' }] })).statusCode, 400);
@@ -77,9 +94,19 @@ describe('product lifecycle: deleting → purged → gone', () => {
   it('purges the data of a deleting product in the background, then the product; other products stay', async () => {
     const tenant = await tenantWithProduct(t.app);
     await send('POST', '/v1/products', tenant.adminKey, { slug: 'keep' });
-    await postEvents(t.app, tenant.ingestKey, Array.from({ length: 30 }, () => event()));
+    await postEvents(
+      t.app,
+      tenant.ingestKey,
+      Array.from({ length: 30 }, () => event()),
+    );
     await postEvents(t.app, tenant.ingestKey, [event({ product: 'keep' })]);
-    await send('POST', '/v1/events/sessions', tenant.ingestKey, { session_id: '01a1fcd1-0000-7000-8000-0000000000aa', actor_id: 'a', product: 'app', product_version: '1', started_at: '2026-01-01T00:00:00Z' });
+    await send('POST', '/v1/events/sessions', tenant.ingestKey, {
+      session_id: '01a1fcd1-0000-7000-8000-0000000000aa',
+      actor_id: 'a',
+      product: 'app',
+      product_version: '1',
+      started_at: '2026-01-01T00:00:00Z',
+    });
     assert.equal((await send('DELETE', '/v1/products/app', tenant.adminKey)).statusCode, 202);
     const jobs = startJobs(t.db, [productPurgeJob()], silent);
     assert.equal(await jobs.runOnce('product-purge'), true);
@@ -97,7 +124,11 @@ describe('product lifecycle: deleting → purged → gone', () => {
 
   it('resumes after an interrupted run: a half-purged product is finished by the next run', async () => {
     const tenant = await tenantWithProduct(t.app);
-    await postEvents(t.app, tenant.ingestKey, Array.from({ length: 20 }, () => event()));
+    await postEvents(
+      t.app,
+      tenant.ingestKey,
+      Array.from({ length: 20 }, () => event()),
+    );
     await send('DELETE', '/v1/products/app', tenant.adminKey);
     // A run that died after one small chunk: do one chunk by hand, as the job would have.
     const { purgeProductChunk } = await import('../src/storage/purge.js');

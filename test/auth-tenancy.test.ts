@@ -24,12 +24,22 @@ describe('authentication', () => {
       { authorization: 'Bearer tk_live_nottherightlengthatall' },
     ];
     for (const headers of cases) {
-      const res = await t.app.inject({ method: 'POST', url: '/v1/events', headers: { 'content-type': 'application/json', ...headers } as Record<string, string>, payload: JSON.stringify([event()]) });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/events',
+        headers: { 'content-type': 'application/json', ...headers } as Record<string, string>,
+        payload: JSON.stringify([event()]),
+      });
       assert.equal(res.statusCode, 401, JSON.stringify(headers));
       assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
       assert.equal(res.json().code, 'unauthorized');
     }
-    const inQuery = await t.app.inject({ method: 'POST', url: `/v1/events?api_key=${tenant.ingestKey}&key=${tenant.ingestKey}`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify([event()]) });
+    const inQuery = await t.app.inject({
+      method: 'POST',
+      url: `/v1/events?api_key=${tenant.ingestKey}&key=${tenant.ingestKey}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify([event()]),
+    });
     assert.equal(inQuery.statusCode, 401);
     // A request that fails inside the handler is logged: make one with the key in the URL too.
     await t.app.inject({ method: 'GET', url: `/v1/products?key=${tenant.ingestKey}`, headers: { authorization: `Bearer ${tenant.adminKey}` } });
@@ -56,7 +66,8 @@ describe('authentication', () => {
     const { id, key } = issued.json();
     assert.equal((await postEvents(t.app, key, [event()])).statusCode, 200);
     const revoke = async () =>
-      (await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${tenant.id}/keys/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode;
+      (await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${tenant.id}/keys/${id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }))
+        .statusCode;
     return { key, revoke };
   }
 
@@ -71,26 +82,49 @@ describe('authentication', () => {
     const inFlight = Array.from({ length: 20 }, () => postEvents(t.app, key, [event()]));
     assert.equal(await revoke(), 204);
     const later = await Promise.all(Array.from({ length: 5 }, () => postEvents(t.app, key, [event()])));
-    assert.deepEqual(later.map((r) => r.statusCode), [401, 401, 401, 401, 401]);
+    assert.deepEqual(
+      later.map((r) => r.statusCode),
+      [401, 401, 401, 401, 401],
+    );
     for (const r of await Promise.all(inFlight)) assert.ok([200, 401].includes(r.statusCode), `in flight: ${r.statusCode}`);
   });
 
   it('BAD-INPUTS 36 (permissions): a key without the permission gets 403 forbidden', async () => {
     const tenant = await tenantWithProduct(t.app);
-    const asIngest = await t.app.inject({ method: 'POST', url: '/v1/products', headers: { authorization: `Bearer ${tenant.ingestKey}` }, payload: { slug: 'x' } });
+    const asIngest = await t.app.inject({
+      method: 'POST',
+      url: '/v1/products',
+      headers: { authorization: `Bearer ${tenant.ingestKey}` },
+      payload: { slug: 'x' },
+    });
     assert.equal(asIngest.statusCode, 403);
     assert.equal(asIngest.json().code, 'forbidden');
-    assert.equal((await t.app.inject({ method: 'PATCH', url: '/v1/products/app', headers: { authorization: `Bearer ${tenant.ingestKey}` }, payload: { strict_versions_enabled: true } })).statusCode, 403);
+    assert.equal(
+      (
+        await t.app.inject({
+          method: 'PATCH',
+          url: '/v1/products/app',
+          headers: { authorization: `Bearer ${tenant.ingestKey}` },
+          payload: { strict_versions_enabled: true },
+        })
+      ).statusCode,
+      403,
+    );
     assert.equal((await get(t.app, tenant.ingestKey, '/v1/invalid-events')).statusCode, 403);
     const readKey = (
-      await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${tenant.id}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { permissions: ['read'] } })
+      await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/tenants/${tenant.id}/keys`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { permissions: ['read'] },
+      })
     ).json().key;
     assert.equal((await postEvents(t.app, readKey, [event()])).statusCode, 403);
     assert.equal((await get(t.app, readKey, '/v1/products')).statusCode, 200);
   });
 });
 
-describe('tenant isolation: another tenant\'s id is the same 404 as a missing one', () => {
+describe("tenant isolation: another tenant's id is the same 404 as a missing one", () => {
   it('BAD-INPUTS 34: products, versions, invalid events', async () => {
     const a = await tenantWithProduct(t.app);
     const b = await createTenant(t.app);
@@ -106,7 +140,12 @@ describe('tenant isolation: another tenant\'s id is the same 404 as a missing on
     // By slug too: B has no product "app".
     assert.equal((await get(t.app, b.adminKey, '/v1/products/app')).statusCode, 404);
     for (const method of ['PATCH', 'DELETE'] as const) {
-      const res = await t.app.inject({ method, url: `/v1/products/${a.productId}`, headers: { authorization: `Bearer ${b.adminKey}` }, payload: method === 'PATCH' ? { strict_versions_enabled: true } : undefined });
+      const res = await t.app.inject({
+        method,
+        url: `/v1/products/${a.productId}`,
+        headers: { authorization: `Bearer ${b.adminKey}` },
+        payload: method === 'PATCH' ? { strict_versions_enabled: true } : undefined,
+      });
       assert.equal(res.statusCode, 404, method);
     }
     assert.equal((await get(t.app, a.adminKey, `/v1/products/${a.productId}`)).json().strict_versions_enabled, false);
@@ -132,12 +171,30 @@ describe('tenant isolation: another tenant\'s id is the same 404 as a missing on
     const a = await createTenant(t.app);
     const b = await createTenant(t.app);
     const keyOfA = (
-      await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${a.id}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { permissions: ['read'] } })
+      await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/tenants/${a.id}/keys`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { permissions: ['read'] },
+      })
     ).json();
-    const res = await t.app.inject({ method: 'DELETE', url: `/admin/v1/tenants/${b.id}/keys/${keyOfA.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: `/admin/v1/tenants/${b.id}/keys/${keyOfA.id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     assert.equal(res.statusCode, 404);
     assert.equal((await get(t.app, keyOfA.key, '/v1/products')).statusCode, 200, 'the key of A still works');
-    assert.equal((await t.app.inject({ method: 'GET', url: '/admin/v1/tenants/01a1fcd1-0000-7000-8000-000000000000', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).statusCode, 404);
+    assert.equal(
+      (
+        await t.app.inject({
+          method: 'GET',
+          url: '/admin/v1/tenants/01a1fcd1-0000-7000-8000-000000000000',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        })
+      ).statusCode,
+      404,
+    );
     assert.equal((await t.app.inject({ method: 'GET', url: `/admin/v1/tenants/${a.id}`, headers: { authorization: 'Bearer wrong' } })).statusCode, 401);
     assert.equal((await t.app.inject({ method: 'GET', url: `/admin/v1/tenants/${a.id}`, headers: { authorization: `Bearer ${b.id}` } })).statusCode, 401);
   });

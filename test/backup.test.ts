@@ -27,7 +27,11 @@ async function api(url: string, path: string, key: string, body?: unknown) {
 
 describe('backup and restore: embedded store', { skip: process.env.TEST_DATABASE_URL ? 'the embedded store is not in use' : false }, () => {
   it('backup DIR while the server serves (events arriving), restore FILE into another folder, and the data reads back', async () => {
-    const [dataDir, backupDir, restoredDir] = ['data', 'backups', 'restored'].map((n) => mkdtempSync(join(tmpdir(), `tally-${n}-`))) as [string, string, string];
+    const [dataDir, backupDir, restoredDir] = ['data', 'backups', 'restored'].map((n) => mkdtempSync(join(tmpdir(), `tally-${n}-`))) as [
+      string,
+      string,
+      string,
+    ];
     try {
       const env = { DATA_DIR: dataDir, DATABASE_URL: '', ADMIN_TOKEN: ADMIN };
       const server = await startServer(env);
@@ -36,14 +40,33 @@ describe('backup and restore: embedded store', { skip: process.env.TEST_DATABASE
       let stop = false;
       let sender: Promise<void> = Promise.resolve();
       try {
-        const created = (await api(server.url, '/admin/v1/tenants', ADMIN, { name: 'backed-up', plan: 'business' })).body as unknown as { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
+        const created = (await api(server.url, '/admin/v1/tenants', ADMIN, { name: 'backed-up', plan: 'business' })).body as unknown as {
+          tenant: { id: string };
+          api_keys: { key: string; permissions: string[] }[];
+        };
         tenantId = created.tenant.id;
         const key = created.api_keys.find((k) => k.permissions.length === 4)!.key;
         assert.equal((await api(server.url, '/v1/products', key, { slug: 'app' })).status, 201);
-        assert.equal((await api(server.url, '/v1/events', key, Array.from({ length: 50 }, () => event()))).status, 200);
+        assert.equal(
+          (
+            await api(
+              server.url,
+              '/v1/events',
+              key,
+              Array.from({ length: 50 }, () => event()),
+            )
+          ).status,
+          200,
+        );
         acknowledged = 50;
         sender = (async () => {
-          while (!stop) await api(server.url, '/v1/events', key, Array.from({ length: 20 }, () => event()));
+          while (!stop)
+            await api(
+              server.url,
+              '/v1/events',
+              key,
+              Array.from({ length: 20 }, () => event()),
+            );
         })();
         // The CLI finds the running server through DATA_DIR: no --url.
         const out = await cli({ DATA_DIR: dataDir, DATABASE_URL: '', ADMIN_TOKEN: ADMIN }, 'backup', backupDir);
@@ -89,39 +112,56 @@ describe('backup and restore: embedded store', { skip: process.env.TEST_DATABASE
   });
 });
 
-describe('backup and restore: PostgreSQL (pg_dump, as docs/deploy.md says)', { skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL not set' }, () => {
-  it('pg_dump -Fc of the database, pg_restore into a new one, and the data reads back', async () => {
-    const source = process.env.TEST_DATABASE_URL!;
-    const server = await startServer({ DATABASE_URL: source, ADMIN_TOKEN: ADMIN });
-    const dir = mkdtempSync(join(tmpdir(), 'tally-pgdump-'));
-    const target = new URL(source);
-    target.pathname = `/tally_restore_${process.pid}`;
-    const admin = new pg.Client({ connectionString: source });
-    await admin.connect();
-    try {
-      const created = (await api(server.url, '/admin/v1/tenants', ADMIN, { name: 'pg-backed-up', plan: 'business' })).body as unknown as { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
-      const key = created.api_keys.find((k) => k.permissions.length === 4)!.key;
-      await api(server.url, '/v1/products', key, { slug: 'app' });
-      assert.equal((await api(server.url, '/v1/events', key, Array.from({ length: 30 }, () => event()))).status, 200);
-
-      const dump = join(dir, 'tally.dump');
-      await run('pg_dump', ['--format=custom', '--no-owner', `--file=${dump}`, source]);
-      await admin.query(`CREATE DATABASE ${target.pathname.slice(1)}`);
-      await run('pg_restore', ['--no-owner', `--dbname=${target.href}`, dump]);
-
-      const restored = new pg.Client({ connectionString: target.href });
-      await restored.connect();
+describe(
+  'backup and restore: PostgreSQL (pg_dump, as docs/deploy.md says)',
+  { skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL not set' },
+  () => {
+    it('pg_dump -Fc of the database, pg_restore into a new one, and the data reads back', async () => {
+      const source = process.env.TEST_DATABASE_URL!;
+      const server = await startServer({ DATABASE_URL: source, ADMIN_TOKEN: ADMIN });
+      const dir = mkdtempSync(join(tmpdir(), 'tally-pgdump-'));
+      const target = new URL(source);
+      target.pathname = `/tally_restore_${process.pid}`;
+      const admin = new pg.Client({ connectionString: source });
+      await admin.connect();
       try {
-        const { rows } = await restored.query('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [created.tenant.id]);
-        assert.equal(rows[0].n, 30);
+        const created = (await api(server.url, '/admin/v1/tenants', ADMIN, { name: 'pg-backed-up', plan: 'business' })).body as unknown as {
+          tenant: { id: string };
+          api_keys: { key: string; permissions: string[] }[];
+        };
+        const key = created.api_keys.find((k) => k.permissions.length === 4)!.key;
+        await api(server.url, '/v1/products', key, { slug: 'app' });
+        assert.equal(
+          (
+            await api(
+              server.url,
+              '/v1/events',
+              key,
+              Array.from({ length: 30 }, () => event()),
+            )
+          ).status,
+          200,
+        );
+
+        const dump = join(dir, 'tally.dump');
+        await run('pg_dump', ['--format=custom', '--no-owner', `--file=${dump}`, source]);
+        await admin.query(`CREATE DATABASE ${target.pathname.slice(1)}`);
+        await run('pg_restore', ['--no-owner', `--dbname=${target.href}`, dump]);
+
+        const restored = new pg.Client({ connectionString: target.href });
+        await restored.connect();
+        try {
+          const { rows } = await restored.query('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [created.tenant.id]);
+          assert.equal(rows[0].n, 30);
+        } finally {
+          await restored.end();
+        }
       } finally {
-        await restored.end();
+        await server.stop();
+        await admin.query(`DROP DATABASE IF EXISTS ${target.pathname.slice(1)} WITH (FORCE)`).catch(() => {});
+        await admin.end();
+        rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      await server.stop();
-      await admin.query(`DROP DATABASE IF EXISTS ${target.pathname.slice(1)} WITH (FORCE)`).catch(() => {});
-      await admin.end();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-});
+    });
+  },
+);

@@ -36,16 +36,16 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
       const res = await postEvents(t.app, tenant.ingestKey, rawBatch(elements));
       assertRejectedAlone(res, elements.length, rejected);
 
-      assert.equal((({}) as Record<string, unknown>).polluted, undefined);
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
       assert.equal(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted'), false);
-      assert.equal(({}).constructor, Object);
+      assert.equal({}.constructor, Object);
       assert.deepEqual(await storedIds(t.db, tenant.id), sorted(goodIds(elements, rejected)));
       assert.deepEqual(await deadLetterReasons(t.db, tenant.id), Array(6).fill('invalid_event'));
       // The dead letters can be listed back (no 500 while serialising such a payload).
       const listed = await get(t.app, tenant.adminKey, '/v1/invalid-events');
       assert.equal(listed.statusCode, 200, listed.body);
       assert.equal(listed.json().data.length, 6);
-      assert.equal((({}) as Record<string, unknown>).polluted, undefined);
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
   }
 
@@ -77,7 +77,9 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
   it('BAD-INPUTS 9: property numbers that do not survive a round trip (1e400, 2^63, 2^53+1) are rejected alone, never stored as null', async () => {
     const tenant = await tenantWithProduct(t.app);
     const withProps = (rawProps: string) => withRaw(event({ properties: undefined }), `"properties": ${rawProps}`);
-    const exact = event({ properties: { max_safe: 9007199254740991, min_safe: -9007199254740991, small: 1.2345e-300, tiny: 5e-324, tenth: 0.1, frac: -123456.789 } });
+    const exact = event({
+      properties: { max_safe: 9007199254740991, min_safe: -9007199254740991, small: 1.2345e-300, tiny: 5e-324, tenth: 0.1, frac: -123456.789 },
+    });
     const elements = [
       event(),
       withProps('{"n": 1e400}'),
@@ -90,7 +92,15 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
       exact,
       event(),
     ];
-    const rejected = { 1: 'invalid_event', 2: 'invalid_event', 3: 'invalid_event', 4: 'invalid_event', 5: 'invalid_event', 6: 'invalid_event', 7: 'invalid_event' };
+    const rejected = {
+      1: 'invalid_event',
+      2: 'invalid_event',
+      3: 'invalid_event',
+      4: 'invalid_event',
+      5: 'invalid_event',
+      6: 'invalid_event',
+      7: 'invalid_event',
+    };
     const res = await postEvents(t.app, tenant.ingestKey, rawBatch(elements));
     assertRejectedAlone(res, elements.length, rejected);
     assert.deepEqual(await storedIds(t.db, tenant.id), sorted(goodIds(elements, rejected)));
@@ -149,7 +159,10 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
       assert.deepEqual(await storedIds(t.db, tenant.id), sorted(goodIds(elements, rejected)));
       assert.deepEqual(await deadLetterReasons(t.db, tenant.id), [f.reason, f.reason, f.reason]);
       if (emoji && f.column) {
-        const [row] = await t.db.query<Record<string, unknown>>(`SELECT ${f.column} AS v FROM events WHERE tenant_id = $1 AND event_id = $2`, [tenant.id, idOf(emoji)]);
+        const [row] = await t.db.query<Record<string, unknown>>(`SELECT ${f.column} AS v FROM events WHERE tenant_id = $1 AND event_id = $2`, [
+          tenant.id,
+          idOf(emoji),
+        ]);
         const sent = f.column === 'properties' ? emoji.properties : emoji[f.column];
         assert.deepEqual(row!.v, sent);
       }
@@ -190,7 +203,10 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
     const res = await postEvents(t.app, tenant.ingestKey, rawBatch(elements));
     const results = assertRejectedAlone(res, elements.length, rejected);
     assert.equal(results[17]!.event_id, null); // a non-object element has no event_id to echo
-    assert.deepEqual(await storedIds(t.db, tenant.id), sorted([idOf(elements[0] as Record<string, unknown>), idOf(typed), idOf(elements[23] as Record<string, unknown>)]));
+    assert.deepEqual(
+      await storedIds(t.db, tenant.id),
+      sorted([idOf(elements[0] as Record<string, unknown>), idOf(typed), idOf(elements[23] as Record<string, unknown>)]),
+    );
     const coerced = await t.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM events WHERE tenant_id = $1 AND (category = '123' OR name = '42' OR actor_id IN ('42', 'true') OR product_version = '1.5')`,
       [tenant.id],

@@ -23,7 +23,10 @@ const idOf = (e: Element) => (e.event_id as string).toLowerCase();
 async function sendAndCheck(tenant: Tenant, elements: Element[], rejected: Record<number, string | readonly string[]>): Promise<void> {
   const res = await postEvents(t.app, tenant.ingestKey, elements);
   assertRejectedAlone(res, elements.length, rejected);
-  const accepted = elements.filter((_, i) => !(i in rejected)).map(idOf).sort();
+  const accepted = elements
+    .filter((_, i) => !(i in rejected))
+    .map(idOf)
+    .sort();
   assert.deepEqual(await storedIds(t.db, tenant.id), accepted);
   assert.equal((await deadLetterReasons(t.db, tenant.id)).length, Object.keys(rejected).length);
 }
@@ -182,7 +185,21 @@ describe('BAD-INPUTS field limits (lines 14–20)', () => {
   ] as const) {
     it(`BAD-INPUTS 18: ${field} "", blank, 257 chars, a tab or \\u0007 is rejected alone (${code}); 1 and 256 chars are stored`, async () => {
       const tenant = await tenantWithProduct(t.app);
-      const bad = ['', ' ', '   ', '\u00a0\u3000', 'x'.repeat(257), '😀'.repeat(257), '\t', 'acme\tcorp', '\u0007', 'acme\u0007', 'acme\n', 'acme\u007f', 'acme\u0085'];
+      const bad = [
+        '',
+        ' ',
+        '   ',
+        '\u00a0\u3000',
+        'x'.repeat(257),
+        '😀'.repeat(257),
+        '\t',
+        'acme\tcorp',
+        '\u0007',
+        'acme\u0007',
+        'acme\n',
+        'acme\u007f',
+        'acme\u0085',
+      ];
       const good = ['a', 'x'.repeat(256), '😀'.repeat(256), '中'.repeat(256), 'Acme Corp', 'acme-😀'];
       const elements: Element[] = [event()];
       const rejected: Record<number, string> = {};

@@ -32,13 +32,31 @@ function ingestionCalls(key: string) {
     { url: '/v1/events', payload: JSON.stringify([event()]) },
     { url: '/v1/events/sessions', payload: JSON.stringify({ session_id: sid, actor_id: 'a', product: 'app', product_version: '1', started_at: at }) },
     { url: '/v1/events/sessions/end', payload: JSON.stringify({ session_id: sid, ended_at: at }) },
-    { url: '/v1/events/exceptions', payload: JSON.stringify({ exception_id: 'x1', exception_type: 'E', severity: 'fatal', occurred_at: at, actor_id: 'a', product: 'app', product_version: '1' }) },
-    { url: '/v1/actors/identify', payload: JSON.stringify({ anonymous_actor_id: 'anon', identified_actor_id: 'u', identified_at: at, product: 'app', product_version: null }) },
+    {
+      url: '/v1/events/exceptions',
+      payload: JSON.stringify({
+        exception_id: 'x1',
+        exception_type: 'E',
+        severity: 'fatal',
+        occurred_at: at,
+        actor_id: 'a',
+        product: 'app',
+        product_version: '1',
+      }),
+    },
+    {
+      url: '/v1/actors/identify',
+      payload: JSON.stringify({ anonymous_actor_id: 'anon', identified_actor_id: 'u', identified_at: at, product: 'app', product_version: null }),
+    },
   ].map((c) => () => t.app.inject({ method: 'POST', url: c.url, headers, payload: c.payload }));
 }
 
 async function exhaust(key: string, n: number) {
-  const res = await postEvents(t.app, key, Array.from({ length: n }, () => event()));
+  const res = await postEvents(
+    t.app,
+    key,
+    Array.from({ length: n }, () => event()),
+  );
   assert.equal(res.statusCode, 200);
 }
 
@@ -147,7 +165,15 @@ describe('billing over HTTP', () => {
 
   it('counts exactly under concurrent batches', async () => {
     const tenant = await tenantWithProduct(t.app, 'business');
-    await Promise.all(Array.from({ length: 20 }, () => postEvents(t.app, tenant.ingestKey, Array.from({ length: 25 }, () => event()))));
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        postEvents(
+          t.app,
+          tenant.ingestKey,
+          Array.from({ length: 25 }, () => event()),
+        ),
+      ),
+    );
     assert.equal((await tenantInfo(tenant.id)).usage.events, 500);
   });
 });

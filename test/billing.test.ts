@@ -188,7 +188,11 @@ describe('billing state: overage, upgrades, policy, precedence', () => {
   });
 
   it('the policy comes from the configured plan, not its name (PLANS_FILE may make starter a charge plan)', () => {
-    const t = tenant('starter', { planConfig: { ...DEFAULT_PLANS.starter, policy: 'charge' }, usedThisCycle: 50_010, quotaExhaustedAt: at('2025-03-11T00:00:00.000Z') });
+    const t = tenant('starter', {
+      planConfig: { ...DEFAULT_PLANS.starter, policy: 'charge' },
+      usedThisCycle: 50_010,
+      quotaExhaustedAt: at('2025-03-11T00:00:00.000Z'),
+    });
     assert.deepEqual(billingState(t, settings, at('2025-04-01T00:00:00.000Z')), accepting(10));
   });
 

@@ -23,7 +23,11 @@ describe('browser clients (CONTRACT.md)', () => {
       const res = await t.app.inject({
         method: 'OPTIONS',
         url,
-        headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-environment-data' },
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization, content-type, x-environment-data',
+        },
       });
       assert.equal(res.statusCode, 204, url);
       assert.equal(res.headers['access-control-allow-origin'], '*');
@@ -38,7 +42,12 @@ describe('browser clients (CONTRACT.md)', () => {
   it('carries Allow-Origin and Expose-Headers: Retry-After on 200, 207, 400, 401, 413 and 429', async () => {
     const tenant = await tenantWithProduct(t.app, 'trial');
     const post = (payload: string, key = tenant.ingestKey) =>
-      t.app.inject({ method: 'POST', url: '/v1/events', headers: { origin: ORIGIN, authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload });
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/events',
+        headers: { origin: ORIGIN, authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        payload,
+      });
 
     const ok = await post(JSON.stringify([event()]));
     assert.equal(ok.statusCode, 200);
@@ -60,7 +69,12 @@ describe('browser clients (CONTRACT.md)', () => {
 
     // 400 and 413 from a tenant with room left.
     const other = await tenantWithProduct(t.app);
-    const bad = await t.app.inject({ method: 'POST', url: '/v1/events', headers: { origin: ORIGIN, authorization: `Bearer ${other.ingestKey}`, 'content-type': 'application/json' }, payload: '{}' });
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: { origin: ORIGIN, authorization: `Bearer ${other.ingestKey}`, 'content-type': 'application/json' },
+      payload: '{}',
+    });
     assert.equal(bad.statusCode, 400);
     assertCors(bad, '400');
     const big = await t.app.inject({
@@ -77,7 +91,12 @@ describe('browser clients (CONTRACT.md)', () => {
     const a = await tenantWithProduct(t.app, 'trial');
     const b = await tenantWithProduct(t.app, 'trial');
     const post = (key: string) =>
-      t.app.inject({ method: 'POST', url: '/v1/events', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify([event()]) });
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/events',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        payload: JSON.stringify([event()]),
+      });
     const codes = [];
     for (let i = 0; i < 3; i++) {
       const res = await post(a.ingestKey);

@@ -33,7 +33,9 @@ async function holdings(tenantId: string, actors: string[]): Promise<Record<stri
     exceptions: await n('SELECT count(*)::int AS n FROM exceptions WHERE tenant_id = $1 AND actor_id = ANY($2)'),
     environments: await n('SELECT count(*)::int AS n FROM environments WHERE tenant_id = $1 AND actor_id = ANY($2)'),
     actor_links: await n('SELECT count(*)::int AS n FROM actor_links WHERE tenant_id = $1 AND (anonymous_actor_id = ANY($2) OR identified_actor_id = ANY($2))'),
-    invalid_events: await n("SELECT count(*)::int AS n FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) a WHERE strpos(payload, '\"' || a || '\"') > 0)"),
+    invalid_events: await n(
+      "SELECT count(*)::int AS n FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) a WHERE strpos(payload, '\"' || a || '\"') > 0)",
+    ),
     ru_actor_facts: await n('SELECT count(*)::int AS n FROM ru_actor_facts WHERE tenant_id = $1 AND actor_id = ANY($2)'),
     ru_key_members: await n("SELECT count(*)::int AS n FROM ru_key_members WHERE tenant_id = $1 AND member_kind = 'u' AND member = ANY($2)"),
   };
@@ -49,8 +51,29 @@ async function fixture() {
     assert.equal((await postEvents(t.app, tenant.ingestKey, [e(), e({ name: 'save' })], { headers: { 'x-environment-data': ENV } })).statusCode, 200);
     assert.equal((await postEvents(t.app, tenant.ingestKey, [e({ properties: { accountId: 'x' } })])).statusCode, 207, 'a dead letter that names the actor');
     const sid = uuidv7();
-    assert.equal((await post('/v1/events/sessions', { session_id: sid, actor_id: actor, product: 'app', product_version: '1.0.0', started_at: ago(3_600_000), account_id: 'acme' })).statusCode, 200);
-    const ex = { exception_id: uuidv7(), exception_type: 'TypeError', severity: 'fatal', occurred_at: ago(3_600_000), actor_id: actor, product: 'app', product_version: '1.0.0', account_id: 'acme' };
+    assert.equal(
+      (
+        await post('/v1/events/sessions', {
+          session_id: sid,
+          actor_id: actor,
+          product: 'app',
+          product_version: '1.0.0',
+          started_at: ago(3_600_000),
+          account_id: 'acme',
+        })
+      ).statusCode,
+      200,
+    );
+    const ex = {
+      exception_id: uuidv7(),
+      exception_type: 'TypeError',
+      severity: 'fatal',
+      occurred_at: ago(3_600_000),
+      actor_id: actor,
+      product: 'app',
+      product_version: '1.0.0',
+      account_id: 'acme',
+    };
     assert.equal((await post('/v1/events/exceptions', ex)).statusCode, 200);
   }
   const link = { anonymous_actor_id: 'anon-a', identified_actor_id: 'alice', identified_at: ago(1000), product: 'app', product_version: null };
@@ -63,7 +86,10 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
   it("erases the actor, its linked anonymous id and its links from raw and derived data; bob's data is untouched; audited", async () => {
     const tenant = await fixture();
     const bobBefore = await holdings(tenant.id, ['bob']);
-    assert.ok(Object.values(await holdings(tenant.id, ['alice', 'anon-a'])).every((n) => n > 0), 'the fixture fills every table');
+    assert.ok(
+      Object.values(await holdings(tenant.id, ['alice', 'anon-a'])).every((n) => n > 0),
+      'the fixture fills every table',
+    );
     const [factsBefore] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM ru_event_facts WHERE tenant_id = $1', [tenant.id]);
     assert.equal(factsBefore!.n, 6);
 
@@ -80,7 +106,11 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     assert.ok(done.completed_at);
     assert.ok(done.erased.events === 4 && done.erased.actor_links === 1 && done.erased.sessions === 2, JSON.stringify(done.erased));
 
-    assert.deepEqual(Object.values(await holdings(tenant.id, ['alice', 'anon-a'])), Object.values(await holdings(tenant.id, ['nobody'])), 'nothing of alice is left');
+    assert.deepEqual(
+      Object.values(await holdings(tenant.id, ['alice', 'anon-a'])),
+      Object.values(await holdings(tenant.id, ['nobody'])),
+      'nothing of alice is left',
+    );
     assert.deepEqual(await holdings(tenant.id, ['bob']), bobBefore, 'bob untouched');
     const [facts] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM ru_event_facts WHERE tenant_id = $1', [tenant.id]);
     assert.equal(facts!.n, 2, "the derived counts lost alice's events, and only hers");
@@ -89,7 +119,10 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     assert.deepEqual([acme.counts.events, acme.counts.active_actors], [2, 1], JSON.stringify(acme));
 
     // The audit keeps the request and a digest, never the erased id.
-    const [audit] = await t.db.query<{ actor_id: string | null; actor_digest: string; requested_by: string }>('SELECT actor_id, actor_digest, requested_by FROM actor_erasures WHERE id = $1', [erasure.id]);
+    const [audit] = await t.db.query<{ actor_id: string | null; actor_digest: string; requested_by: string }>(
+      'SELECT actor_id, actor_digest, requested_by FROM actor_erasures WHERE id = $1',
+      [erasure.id],
+    );
     assert.equal(audit!.actor_id, null);
     assert.match(audit!.actor_digest, /^[0-9a-f]{64}$/);
     assert.ok(audit!.requested_by);
@@ -112,7 +145,10 @@ describe('export: GET /v1/actors/{actorId}/export', () => {
     const res = await get(t.app, tenant.adminKey, '/v1/actors/alice/export');
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /^application\/x-ndjson/);
-    const lines = res.body.trim().split('\n').map((l) => JSON.parse(l) as { type: string; record: Record<string, unknown> });
+    const lines = res.body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; record: Record<string, unknown> });
     const count = (type: string) => lines.filter((l) => l.type === type).length;
     assert.deepEqual([count('event'), count('session'), count('exception'), count('identity_link'), count('environment')], [4, 2, 2, 1, 4]);
     assert.ok(lines.every((l) => JSON.stringify(l.record).includes('alice') || JSON.stringify(l.record).includes('anon-a')));
@@ -129,10 +165,19 @@ describe('raw-event retention', () => {
     const kept = await tenantWithProduct(t.app, 'business');
     const limited = await tenantWithProduct(t.app, 'business');
     for (const tenant of [kept, limited]) {
-      const res = await postEvents(t.app, tenant.ingestKey, [event({ timestamp: ago(40 * DAY) }), event({ timestamp: ago(20 * DAY) }), event({ timestamp: ago(DAY) })]);
+      const res = await postEvents(t.app, tenant.ingestKey, [
+        event({ timestamp: ago(40 * DAY) }),
+        event({ timestamp: ago(20 * DAY) }),
+        event({ timestamp: ago(DAY) }),
+      ]);
       assert.equal(res.statusCode, 200);
     }
-    const patch = await t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${limited.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { event_retention_days: 30 } });
+    const patch = await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/tenants/${limited.id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { event_retention_days: 30 },
+    });
     assert.equal(patch.json().event_retention_days, 30);
     await runJob(eventRetentionJob(0, DEFAULT_PLANS));
     const left = async (id: string) => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [id]))[0]!.n;

@@ -51,7 +51,7 @@ describe('embedded store durability', { skip }, () => {
     }
   });
 
-  it('BAD-INPUTS 44: a crash after commit and before the response: the client\'s retry is deduplicated', async () => {
+  it("BAD-INPUTS 44: a crash after commit and before the response: the client's retry is deduplicated", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tally-retry-'));
     try {
       const env = { DATA_DIR: dir, ADMIN_TOKEN: ADMIN };

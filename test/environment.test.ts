@@ -18,7 +18,12 @@ const at = (offsetMs: number) => new Date(Date.parse(STARTED) + offsetMs).toISOS
 const header = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
 
 function post(app: App, key: string, url: string, body: unknown, headers: Record<string, string> = {}) {
-  return app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) });
+  return app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(body),
+  });
 }
 
 async function environments(tenantId: string): Promise<{ actor_id: string; session_id: string; data: unknown }[]> {
@@ -46,7 +51,9 @@ describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser cl
   it('on POST /v1/events: stored against the actor and the session of the request', async () => {
     const tenant = await tenantWithProduct(t.app);
     const sessionId = uuidv7();
-    const res = await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'actor-1', session_id: sessionId }), event({ actor_id: 'actor-2' })], { headers: { 'x-environment-data': header(ENV) } });
+    const res = await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'actor-1', session_id: sessionId }), event({ actor_id: 'actor-2' })], {
+      headers: { 'x-environment-data': header(ENV) },
+    });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(await environments(tenant.id), [
       { actor_id: 'actor-1', session_id: sessionId, data: ENV },
@@ -54,7 +61,7 @@ describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser cl
     ]);
   });
 
-  it('on POST /v1/events/sessions: stored against the session\'s actor and session', async () => {
+  it("on POST /v1/events/sessions: stored against the session's actor and session", async () => {
     const tenant = await tenantWithProduct(t.app);
     const s = sessionStart({ actor_id: 'actor-7' });
     const res = await post(t.app, tenant.ingestKey, '/v1/events/sessions', s, { 'x-environment-data': header(ENV) });
@@ -62,10 +69,12 @@ describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser cl
     assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-7', session_id: s.session_id, data: ENV }]);
   });
 
-  it('on POST /v1/events/exceptions: stored against the exception\'s actor and session', async () => {
+  it("on POST /v1/events/exceptions: stored against the exception's actor and session", async () => {
     const tenant = await tenantWithProduct(t.app);
     const sessionId = uuidv7();
-    const res = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', exception({ actor_id: 'actor-8', session_id: sessionId }), { 'x-environment-data': header(ENV) });
+    const res = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', exception({ actor_id: 'actor-8', session_id: sessionId }), {
+      'x-environment-data': header(ENV),
+    });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(await environments(tenant.id), [{ actor_id: 'actor-8', session_id: sessionId, data: ENV }]);
   });
@@ -110,7 +119,9 @@ describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser cl
       const tenant = await tenantWithProduct(limited.app, 'trial');
       assert.equal((await postEvents(limited.app, tenant.ingestKey, [event()])).statusCode, 200, 'uses the minute');
       const sessionId = uuidv7();
-      const res = await postEvents(limited.app, tenant.ingestKey, [event({ actor_id: 'actor-9', session_id: sessionId })], { headers: { 'x-environment-data': header(ENV) } });
+      const res = await postEvents(limited.app, tenant.ingestKey, [event({ actor_id: 'actor-9', session_id: sessionId })], {
+        headers: { 'x-environment-data': header(ENV) },
+      });
       assert.equal(res.statusCode, 429, res.body);
       assert.equal(res.json().code, 'rate_limited');
       assert.match(String(res.headers['retry-after']), /^[1-9]\d*$/);
@@ -135,7 +146,7 @@ describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser cl
     }
   });
 
-  it('another tenant\'s header never lands on this tenant', async () => {
+  it("another tenant's header never lands on this tenant", async () => {
     const a = await tenantWithProduct(t.app);
     const b = await tenantWithProduct(t.app);
     await postEvents(t.app, b.ingestKey, [event()], { headers: { 'x-environment-data': header(ENV) } });
@@ -162,7 +173,10 @@ describe('requests race (CONTRACT.md "Browser clients")', () => {
 
     const [evRow] = await t.db.query<{ session_id: string }>('SELECT session_id FROM events WHERE tenant_id = $1 AND event_id = $2', [tenant.id, ev.event_id]);
     assert.equal(evRow!.session_id, sessionId);
-    const [exRow] = await t.db.query<{ session_id: string }>('SELECT session_id FROM exceptions WHERE tenant_id = $1 AND exception_id = $2', [tenant.id, ex.exception_id]);
+    const [exRow] = await t.db.query<{ session_id: string }>('SELECT session_id FROM exceptions WHERE tenant_id = $1 AND exception_id = $2', [
+      tenant.id,
+      ex.exception_id,
+    ]);
     assert.equal(exRow!.session_id, sessionId);
     const [linked] = await t.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM sessions s JOIN events e ON e.tenant_id = s.tenant_id AND e.session_id::text = s.session_id WHERE s.tenant_id = $1 AND s.session_id = $2`,
@@ -171,7 +185,7 @@ describe('requests race (CONTRACT.md "Browser clients")', () => {
     assert.equal(linked!.n, 1, 'the session links the event that came first');
   });
 
-  it('a new session\'s start before the old one\'s end: both are accepted and end normally', async () => {
+  it("a new session's start before the old one's end: both are accepted and end normally", async () => {
     const tenant = await tenantWithProduct(t.app);
     const old = sessionStart();
     const next = sessionStart({ started_at: at(30 * 60_000) });
@@ -179,7 +193,10 @@ describe('requests race (CONTRACT.md "Browser clients")', () => {
     assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/sessions', next)).statusCode, 200);
     const endOld = await post(t.app, tenant.ingestKey, '/v1/events/sessions/end', { session_id: old.session_id, ended_at: at(31 * 60_000) });
     assert.deepEqual(endOld.json(), { session_id: old.session_id, status: 'ended' });
-    const [row] = await t.db.query<{ ended_at: Date | null }>('SELECT ended_at FROM sessions WHERE tenant_id = $1 AND session_id = $2', [tenant.id, next.session_id]);
+    const [row] = await t.db.query<{ ended_at: Date | null }>('SELECT ended_at FROM sessions WHERE tenant_id = $1 AND session_id = $2', [
+      tenant.id,
+      next.session_id,
+    ]);
     assert.equal(row!.ended_at, null, 'the new session stays open');
   });
 });

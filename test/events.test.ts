@@ -48,7 +48,10 @@ describe('POST /v1/events', () => {
     const tenant = await tenantWithProduct(t.app);
     const res = await postEvents(t.app, tenant.ingestKey, [event({ product: 'nope' }), event({ product: 'nope' })]);
     assert.equal(res.statusCode, 207);
-    assert.deepEqual(res.json().results.map((r: { reason: string }) => r.reason), ['UNRECOGNIZED_PRODUCT', 'UNRECOGNIZED_PRODUCT']);
+    assert.deepEqual(
+      res.json().results.map((r: { reason: string }) => r.reason),
+      ['UNRECOGNIZED_PRODUCT', 'UNRECOGNIZED_PRODUCT'],
+    );
     assert.equal(await countStored(t.db, tenant.id), 0);
   });
 
@@ -60,13 +63,18 @@ describe('POST /v1/events', () => {
     const [row] = await t.db.query<{ product_version: string }>('SELECT product_version FROM events WHERE tenant_id = $1', [tenant.id]);
     assert.equal(row!.product_version, '0.9.1');
     const versions = (await get(t.app, tenant.adminKey, '/v1/products/app/versions')).json();
-    assert.deepEqual(versions.data.map((v: { product_version: string; source: string }) => [v.product_version, v.source]), [['0.9.1', 'auto']]);
+    assert.deepEqual(
+      versions.data.map((v: { product_version: string; source: string }) => [v.product_version, v.source]),
+      [['0.9.1', 'auto']],
+    );
   });
 
   it('records schema_version as sent, without validating it', async () => {
     const tenant = await tenantWithProduct(t.app);
     assert.equal((await judge(t.app, tenant.ingestKey, event({ schema_version: 'whatever-2' }))).status, 'accepted');
-    const [row] = await t.db.query<{ schema_version: string; received_at: Date }>('SELECT schema_version, received_at FROM events WHERE tenant_id = $1', [tenant.id]);
+    const [row] = await t.db.query<{ schema_version: string; received_at: Date }>('SELECT schema_version, received_at FROM events WHERE tenant_id = $1', [
+      tenant.id,
+    ]);
     assert.equal(row!.schema_version, 'whatever-2');
     assert.ok(row!.received_at instanceof Date);
   });
@@ -75,8 +83,15 @@ describe('POST /v1/events', () => {
     const tenant = await tenantWithProduct(t.app);
     const e = event({ account_id: 'acme', license_id: 'LIC-1', session_id: '0190a0a0-0000-7000-8000-00000000abcd', properties: { a: 'x', n: 1.5, b: false } });
     assert.equal((await judge(t.app, tenant.ingestKey, e)).status, 'accepted');
-    const [row] = await t.db.query<Record<string, unknown>>('SELECT account_id, license_id, session_id, properties FROM events WHERE tenant_id = $1', [tenant.id]);
-    assert.deepEqual(row, { account_id: 'acme', license_id: 'LIC-1', session_id: '0190a0a0-0000-7000-8000-00000000abcd', properties: { a: 'x', n: 1.5, b: false } });
+    const [row] = await t.db.query<Record<string, unknown>>('SELECT account_id, license_id, session_id, properties FROM events WHERE tenant_id = $1', [
+      tenant.id,
+    ]);
+    assert.deepEqual(row, {
+      account_id: 'acme',
+      license_id: 'LIC-1',
+      session_id: '0190a0a0-0000-7000-8000-00000000abcd',
+      properties: { a: 'x', n: 1.5, b: false },
+    });
   });
 });
 
@@ -99,7 +114,12 @@ describe('rejection precedence (CONTRACT.md)', () => {
   it('invalid_license_id beats UNRECOGNIZED_PRODUCT, which beats UNREGISTERED_VERSION', async () => {
     const tenant = await tenantWithProduct(t.app);
     assert.equal((await judge(t.app, tenant.ingestKey, event({ license_id: '', product: 'nope' }))).reason, 'invalid_license_id');
-    await t.app.inject({ method: 'PATCH', url: '/v1/products/app', headers: { authorization: `Bearer ${tenant.adminKey}` }, payload: { strict_versions_enabled: true } });
+    await t.app.inject({
+      method: 'PATCH',
+      url: '/v1/products/app',
+      headers: { authorization: `Bearer ${tenant.adminKey}` },
+      payload: { strict_versions_enabled: true },
+    });
     assert.equal((await judge(t.app, tenant.ingestKey, event({ product: 'nope', product_version: '9.9.9' }))).reason, 'UNRECOGNIZED_PRODUCT');
     assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '9.9.9' }))).reason, 'UNREGISTERED_VERSION');
   });

@@ -49,7 +49,11 @@ async function one(tenantId: string, exceptionId: string): Promise<Record<string
   return (await rows(tenantId)).find((r) => r.exception_id === exceptionId);
 }
 
-function assertProblem(res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): { code: string } }, status: number, code?: string): void {
+function assertProblem(
+  res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): { code: string } },
+  status: number,
+  code?: string,
+): void {
   assert.equal(res.statusCode, status, res.body);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
   if (code) assert.equal(res.json().code, code);
@@ -76,7 +80,10 @@ describe('POST /v1/events/exceptions', () => {
       session_id: sessionId,
       account_id: 'acme',
       license_id: 'LIC-1',
-      breadcrumbs: [{ at: '2026-01-02T03:04:00Z', category: 'nav', message: '/cart' }, { category: 'click', data: { id: 'pay' } }],
+      breadcrumbs: [
+        { at: '2026-01-02T03:04:00Z', category: 'nav', message: '/cart' },
+        { category: 'click', data: { id: 'pay' } },
+      ],
       environment_context: { os: 'Windows 11', runtime: '.NET 8.0.1', locale: 'de-DE', screen: { w: 1920, h: 1080 } },
     });
     const res = await send(tenant.ingestKey, e);
@@ -204,7 +211,10 @@ describe('exception validation', () => {
     for (const severity of ['error', 'FATAL', 'non-fatal', '', null, 1]) {
       const res = await send(tenant.ingestKey, exception({ severity }));
       assertProblem(res, 422);
-      assert.ok(res.json().errors.some((e: { field: string }) => e.field === 'severity'), `severity ${JSON.stringify(severity)}: ${res.body}`);
+      assert.ok(
+        res.json().errors.some((e: { field: string }) => e.field === 'severity'),
+        `severity ${JSON.stringify(severity)}: ${res.body}`,
+      );
     }
     const { severity: _s, ...missing } = exception();
     assertProblem(await send(tenant.ingestKey, missing), 422);
@@ -231,7 +241,16 @@ describe('exception validation', () => {
 
   it('accepts breadcrumbs of any non-null JSON shape and stores them as sent', async () => {
     const tenant = await tenantWithProduct(t.app);
-    for (const breadcrumbs of [[{ category: 'nav', message: '/home' }, { category: 'http', data: { status: 500 } }], 'clicked pay, then back', 42, true, []]) {
+    for (const breadcrumbs of [
+      [
+        { category: 'nav', message: '/home' },
+        { category: 'http', data: { status: 500 } },
+      ],
+      'clicked pay, then back',
+      42,
+      true,
+      [],
+    ]) {
       const e = exception({ breadcrumbs });
       const res = await send(tenant.ingestKey, e);
       assert.equal(res.statusCode, 200, `${JSON.stringify(breadcrumbs)}: ${res.body}`);
@@ -257,13 +276,21 @@ describe('exception validation', () => {
     const tenant = await tenantWithProduct(t.app);
     const res = await send(tenant.ingestKey, exception({ exception_type: 'Type\u0000Error' }));
     assertProblem(res, 422);
-    assert.ok(res.json().errors.some((e: { field: string }) => e.field === 'exception_type'), res.body);
+    assert.ok(
+      res.json().errors.some((e: { field: string }) => e.field === 'exception_type'),
+      res.body,
+    );
     assert.equal((await rows(tenant.id)).length, 0);
   });
 
   it('strict mode on: an unregistered version answers 422 UNREGISTERED_VERSION and the exception is not recorded', async () => {
     const tenant = await tenantWithProduct(t.app);
-    const patch = await t.app.inject({ method: 'PATCH', url: '/v1/products/app', headers: { authorization: `Bearer ${tenant.adminKey}` }, payload: { strict_versions_enabled: true } });
+    const patch = await t.app.inject({
+      method: 'PATCH',
+      url: '/v1/products/app',
+      headers: { authorization: `Bearer ${tenant.adminKey}` },
+      payload: { strict_versions_enabled: true },
+    });
     assert.equal(patch.statusCode, 200);
     assertProblem(await send(tenant.ingestKey, exception({ product_version: '9.9.9' })), 422, 'UNREGISTERED_VERSION');
     assert.equal((await rows(tenant.id)).length, 0);

@@ -12,7 +12,13 @@ before(async () => {
   tenant = await tenantWithProduct(t.app, 'business');
   // e0..e5: days Apr 1, 2, 3, 1, 2, 3 (milliseconds = index); even ones are "open", odd ones "save".
   const batch = Array.from({ length: 6 }, (_, i) =>
-    event({ timestamp: at(i), name: i % 2 ? 'save' : 'open', actor_id: `u${i % 2}`, account_id: 'acme', properties: { n: String(i), note: i === 5 ? '=cmd|"x",y' : 'plain' } }),
+    event({
+      timestamp: at(i),
+      name: i % 2 ? 'save' : 'open',
+      actor_id: `u${i % 2}`,
+      account_id: 'acme',
+      properties: { n: String(i), note: i === 5 ? '=cmd|"x",y' : 'plain' },
+    }),
   );
   assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
 });
@@ -37,7 +43,10 @@ describe('GET /v1/events', () => {
 
   it('filters by name, property and actor; shows accounts only to keys that may see them', async () => {
     const body = (await get(t.app, tenant.adminKey, `/v1/events?${RANGE}&name=save&property=n:3`)).json();
-    assert.deepEqual(body.data.map((e: { properties: { n: string }; account_id: string }) => [e.properties.n, e.account_id]), [['3', 'acme']]);
+    assert.deepEqual(
+      body.data.map((e: { properties: { n: string }; account_id: string }) => [e.properties.n, e.account_id]),
+      [['3', 'acme']],
+    );
     const byActor = (await get(t.app, tenant.adminKey, `/v1/events?${RANGE}&actor_id=u0`)).json();
     assert.equal(byActor.data.length, 3);
   });
@@ -52,19 +61,40 @@ describe('GET /v1/events', () => {
   });
 
   it('exports every match as NDJSON and as CSV, streamed', async () => {
-    const nd = await t.app.inject({ method: 'GET', url: `/v1/events?${RANGE}&limit=1`, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'application/x-ndjson' } });
+    const nd = await t.app.inject({
+      method: 'GET',
+      url: `/v1/events?${RANGE}&limit=1`,
+      headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'application/x-ndjson' },
+    });
     assert.equal(nd.statusCode, 200);
     assert.match(String(nd.headers['content-type']), /application\/x-ndjson/);
     assert.equal(nd.headers['x-range-from'], '2026-04-01T00:00:00.000Z');
-    assert.deepEqual(nd.body.trim().split('\n').map((l) => JSON.parse(l).occurred_at), order);
-    const csv = await t.app.inject({ method: 'GET', url: `/v1/events?${RANGE}&name=save`, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    assert.deepEqual(
+      nd.body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).occurred_at),
+      order,
+    );
+    const csv = await t.app.inject({
+      method: 'GET',
+      url: `/v1/events?${RANGE}&name=save`,
+      headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' },
+    });
     assert.equal(csv.statusCode, 200);
     const lines = csv.body.trim().split('\r\n');
-    assert.equal(lines[0], 'event_id,occurred_at,received_at,product,product_version,category,name,actor_id,identified_actor_id,session_id,account_id,license_id,properties');
+    assert.equal(
+      lines[0],
+      'event_id,occurred_at,received_at,product,product_version,category,name,actor_id,identified_actor_id,session_id,account_id,license_id,properties',
+    );
     assert.equal(lines.length, 4);
     // The JSON of properties is quoted, its quotes doubled; the formula-looking value stays inside the JSON.
     assert.match(lines[1]!, /,"\{""n"": ?""5""/);
-    const bad = await t.app.inject({ method: 'GET', url: '/v1/events?tz=Nowhere', headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    const bad = await t.app.inject({
+      method: 'GET',
+      url: '/v1/events?tz=Nowhere',
+      headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' },
+    });
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().code, 'validation_error');
   });
@@ -72,11 +102,20 @@ describe('GET /v1/events', () => {
   it('an export longer than one page (5,000 rows) has every row once, in order', async () => {
     const big = await tenantWithProduct(t.app, 'business');
     for (let b = 0; b < 6; b++) {
-      const batch = Array.from({ length: b < 5 ? 1000 : 10 }, (_, i) => event({ timestamp: new Date(Date.UTC(2026, 4, 1) + (b * 1000 + i) * 1000).toISOString() }));
+      const batch = Array.from({ length: b < 5 ? 1000 : 10 }, (_, i) =>
+        event({ timestamp: new Date(Date.UTC(2026, 4, 1) + (b * 1000 + i) * 1000).toISOString() }),
+      );
       assert.equal((await postEvents(t.app, big.ingestKey, batch)).statusCode, 200);
     }
-    const nd = await t.app.inject({ method: 'GET', url: '/v1/events?from=2026-05-01&to=2026-05-02', headers: { authorization: `Bearer ${big.adminKey}`, accept: 'application/x-ndjson' } });
-    const times = nd.body.trim().split('\n').map((l) => JSON.parse(l).occurred_at as string);
+    const nd = await t.app.inject({
+      method: 'GET',
+      url: '/v1/events?from=2026-05-01&to=2026-05-02',
+      headers: { authorization: `Bearer ${big.adminKey}`, accept: 'application/x-ndjson' },
+    });
+    const times = nd.body
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).occurred_at as string);
     assert.equal(times.length, 5010);
     assert.equal(new Set(times).size, 5010);
     assert.ok(times.every((x, i) => i === 0 || x < times[i - 1]!));
@@ -85,7 +124,11 @@ describe('GET /v1/events', () => {
 
 describe('CSV on reports', () => {
   it('trends as CSV: one row per series and bucket, the echo in headers', async () => {
-    const res = await t.app.inject({ method: 'GET', url: `/v1/reports/trends?${RANGE}&breakdown=name`, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/reports/trends?${RANGE}&breakdown=name`,
+      headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' },
+    });
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /text\/csv/);
     assert.equal(res.headers['x-time-zone'], 'UTC');

@@ -244,14 +244,20 @@ describe('.NET traces', () => {
 
   it('groups the same bug across builds, with or without pdb files', () => {
     assert.equal(fp('System.NullReferenceException', rebuild(DOTNET_CORE, 5)), fp('System.NullReferenceException', DOTNET_CORE));
-    const withPdb = DOTNET_NO_PDB.replace('(String sku)', '(String sku) in C:\\src\\Orders\\PriceList.cs:line 88').replace('DisplayClass3_0', 'DisplayClass4_0');
+    const withPdb = DOTNET_NO_PDB.replace('(String sku)', '(String sku) in C:\\src\\Orders\\PriceList.cs:line 88').replace(
+      'DisplayClass3_0',
+      'DisplayClass4_0',
+    );
     assert.equal(fp('System.InvalidOperationException', withPdb), fp('System.InvalidOperationException', DOTNET_NO_PDB));
   });
 
   it('ignores renamed parameters and changed framework frames, but not a different method', () => {
     const base = fp('System.NullReferenceException', DOTNET_CORE);
     assert.equal(fp('System.NullReferenceException', DOTNET_CORE.replace('Validate(Order order)', 'Validate(Order o)')), base);
-    assert.equal(fp('System.NullReferenceException', DOTNET_CORE.replace('ExceptionDispatchInfo.Throw()', 'ExceptionDispatchInfo.Capture(Exception source)')), base);
+    assert.equal(
+      fp('System.NullReferenceException', DOTNET_CORE.replace('ExceptionDispatchInfo.Throw()', 'ExceptionDispatchInfo.Capture(Exception source)')),
+      base,
+    );
     assert.notEqual(fp('System.NullReferenceException', DOTNET_CORE.replace('OrderValidator.Validate', 'OrderValidator.Check')), base);
     assert.notEqual(fp('System.ArgumentNullException', DOTNET_CORE), base);
   });
@@ -259,12 +265,7 @@ describe('.NET traces', () => {
 
 describe('C++ traces (glibc backtrace_symbols)', () => {
   it('skips the client library frames, unsymbolised app frames and libc; demangles plain names', () => {
-    assert.deepEqual(topFrames(CPP_TRACE), [
-      'orders::OrderService::submit (orderd)',
-      'orders::api::handleSubmit (orderd)',
-      'main (orderd)',
-      '_start (orderd)',
-    ]);
+    assert.deepEqual(topFrames(CPP_TRACE), ['orders::OrderService::submit (orderd)', 'orders::api::handleSubmit (orderd)', 'main (orderd)', '_start (orderd)']);
   });
 
   it('groups the same bug across runs and builds: addresses and offsets differ', () => {
@@ -288,7 +289,10 @@ describe('C++ traces (glibc backtrace_symbols)', () => {
 /lib/x86_64-linux-gnu/libstdc++.so.6(_ZSt24__throw_out_of_range_fmtPKcz+0x5a) [0x7f3c29f0a12a]
 /lib/x86_64-linux-gnu/libc.so.6(__libc_start_main+0xf3) [0x7f3c29e2d083]`;
     assert.deepEqual(topFrames(trace), ['std::__throw_out_of_range_fmt (libstdc++.so)', '__libc_start_main (libc.so)']);
-    const newerClient = trace.replace('libtally.so.1(_ZN5tally6Client16captureExceptionERKSt9exception', 'libtally.so.2(_ZN5tally6Client7captureERKSt9exception');
+    const newerClient = trace.replace(
+      'libtally.so.1(_ZN5tally6Client16captureExceptionERKSt9exception',
+      'libtally.so.2(_ZN5tally6Client7captureERKSt9exception',
+    );
     assert.equal(fp('std::out_of_range', newerClient), fp('std::out_of_range', trace));
   });
 
@@ -380,7 +384,8 @@ describe('topFrames', () => {
   });
 
   it('changes beyond the top frames do not change the fingerprint', () => {
-    const deep = (tail: string) => `Error: x\n${['a', 'b', 'c', 'd', 'e'].map((f) => `    at ${f} (/srv/app/dist/flow.js:1:1)`).join('\n')}\n    at ${tail} (/srv/app/dist/main.js:1:1)`;
+    const deep = (tail: string) =>
+      `Error: x\n${['a', 'b', 'c', 'd', 'e'].map((f) => `    at ${f} (/srv/app/dist/flow.js:1:1)`).join('\n')}\n    at ${tail} (/srv/app/dist/main.js:1:1)`;
     assert.equal(fp('Error', deep('start')), fp('Error', deep('boot')));
   });
 

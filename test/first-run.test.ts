@@ -16,7 +16,10 @@ const run = promisify(execFile);
 /** Starts the server expecting it to fail: its exit code and everything it printed. */
 function failingStart(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let [stdout, stderr] = ['', ''];
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
@@ -86,7 +89,11 @@ describe('first run', () => {
         const tenants = await fetch(`${server.url}/admin/v1/tenants`, { headers: { authorization: `Bearer ${token}` } });
         assert.equal(tenants.status, 200);
         const { data } = (await tenants.json()) as { data: { name: string; plan: string }[] };
-        assert.deepEqual(data.map((t) => [t.name, t.plan]), [['demo', 'unlimited']], 'exactly one demo tenant');
+        assert.deepEqual(
+          data.map((t) => [t.name, t.plan]),
+          [['demo', 'unlimited']],
+          'exactly one demo tenant',
+        );
       } finally {
         await server.stop();
       }

@@ -18,7 +18,12 @@ const ev = (actor: string, step: { category: string; name: string }, minutes: nu
   event({ ...step, actor_id: actor, timestamp: at(minutes), properties: {}, ...extra });
 
 function post(key: string, url: string, payload: unknown, headers: Record<string, string> = {}) {
-  return t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(payload),
+  });
 }
 
 /**
@@ -43,11 +48,22 @@ async function seed(key: string): Promise<void> {
     [ev('u7', A, 0), ev('u7', B, 30), ev('u7', C, 61)],
     [ev('u8', A, 0), ev('u8', X, 5), ev('u8', B, 10), ev('u8', C, 20)],
     [ev('anon-9', A, 0), ev('anon-9', B, 10)],
-    [event({ ...A, actor_id: 'u10', timestamp: '2026-03-01T23:30:00Z', properties: {} }), event({ ...B, actor_id: 'u10', timestamp: '2026-03-01T23:40:00Z', properties: {} })],
-    [event({ ...A, actor_id: 'u11', timestamp: '2026-03-04T23:50:00Z', properties: {} }), event({ ...B, actor_id: 'u11', timestamp: '2026-03-05T00:10:00Z', properties: {} })],
+    [
+      event({ ...A, actor_id: 'u10', timestamp: '2026-03-01T23:30:00Z', properties: {} }),
+      event({ ...B, actor_id: 'u10', timestamp: '2026-03-01T23:40:00Z', properties: {} }),
+    ],
+    [
+      event({ ...A, actor_id: 'u11', timestamp: '2026-03-04T23:50:00Z', properties: {} }),
+      event({ ...B, actor_id: 'u11', timestamp: '2026-03-05T00:10:00Z', properties: {} }),
+    ],
   ];
   for (const b of batches) assert.equal((await postEvents(t.app, key, b)).statusCode, 200);
-  const link = await post(key, '/v1/actors/identify', { anonymous_actor_id: 'anon-9', identified_actor_id: 'user-9', product: 'app', product_version: '1.0.0' });
+  const link = await post(key, '/v1/actors/identify', {
+    anonymous_actor_id: 'anon-9',
+    identified_actor_id: 'user-9',
+    product: 'app',
+    product_version: '1.0.0',
+  });
   assert.equal(link.statusCode, 200, link.body);
   assert.equal((await postEvents(t.app, key, [ev('user-9', C, 20)])).statusCode, 200);
 }
@@ -83,12 +99,19 @@ describe('funnels', () => {
     // Histogram from 1200 s, width (3000 − 1200) / 10 = 180 s: 1200 → bin 0, 1800 → 3, 2400 → 6, 3000 → the last.
     const hist = body.time_to_convert.histogram as { from_seconds: number; count: number }[];
     assert.equal(hist.length, 10);
-    assert.deepEqual(hist.map((h) => h.count), [1, 0, 0, 1, 0, 0, 1, 0, 0, 1]);
+    assert.deepEqual(
+      hist.map((h) => h.count),
+      [1, 0, 0, 1, 0, 0, 1, 0, 0, 1],
+    );
     assert.equal(hist[0]!.from_seconds, 1200);
     // Trends by UTC day: the 2nd has 8 entries (4 converted), the 4th u11 (not converted).
     assert.deepEqual(
       body.trends.map((p: { period_start: string; entered: number; converted: number }) => [p.period_start.slice(0, 10), p.entered, p.converted]),
-      [['2026-03-02', 8, 4], ['2026-03-03', 0, 0], ['2026-03-04', 1, 0]],
+      [
+        ['2026-03-02', 8, 4],
+        ['2026-03-03', 0, 0],
+        ['2026-03-04', 1, 0],
+      ],
     );
     assert.deepEqual(body.range, { from: '2026-03-02T00:00:00.000Z', to: '2026-03-05T00:00:00.000Z' });
     assert.equal(body.tz, 'UTC');
@@ -128,15 +151,24 @@ describe('funnels', () => {
     const res = await post(tenant.adminKey, '/v1/funnels', { ...base, breakdown: 'properties.plan', exclusions: [{ ...X, from_step: 1, to_step: 2 }] });
     const groups = res.json().breakdown.map((g: { value: string | null; steps: { count: number }[] }) => [g.value, counts(g)]);
     // pro: u1, u4 (both convert); no plan: the other 7, of which u2 u5 u7 user-9 u11 reach B and u5 user-9 reach C.
-    assert.deepEqual(groups, [[null, [7, 5, 2]], ['pro', [2, 2, 2]]]);
+    assert.deepEqual(groups, [
+      [null, [7, 5, 2]],
+      ['pro', [2, 2, 2]],
+    ]);
   });
 
   it('drill-down: who dropped at step 2, who reached step 3, as JSON pages and CSV', async () => {
     const q = { ...base, exclusions: [{ ...X, from_step: 1, to_step: 2 }] };
     const dropped = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 2, status: 'dropped' });
-    assert.deepEqual(dropped.json().data.map((r: { id: string }) => r.id), ['u3', 'u6']);
+    assert.deepEqual(
+      dropped.json().data.map((r: { id: string }) => r.id),
+      ['u3', 'u6'],
+    );
     const page1 = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3, limit: 3 });
-    assert.deepEqual(page1.json().data.map((r: { id: string }) => r.id), ['u1', 'u4', 'u5']);
+    assert.deepEqual(
+      page1.json().data.map((r: { id: string }) => r.id),
+      ['u1', 'u4', 'u5'],
+    );
     const page2 = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3, limit: 3, cursor: page1.json().next_cursor });
     assert.deepEqual([page2.json().data.map((r: { id: string }) => r.id), page2.json().next_cursor], [['user-9'], null]);
     const csv = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3 }, { accept: 'text/csv' });
@@ -176,7 +208,10 @@ describe('funnels by session and by account', () => {
     const S1 = '0190a000-0000-7000-8000-000000000001';
     const S2 = '0190a000-0000-7000-8000-000000000002';
     // w1 opens in session S1, w2 (same account acme) signs up in S2: acme converts, neither actor nor session does.
-    await postEvents(t.app, tenant.ingestKey, [ev('w1', A, 0, { session_id: S1, account_id: 'acme' }), ev('w2', B, 10, { session_id: S2, account_id: 'acme' })]);
+    await postEvents(t.app, tenant.ingestKey, [
+      ev('w1', A, 0, { session_id: S1, account_id: 'acme' }),
+      ev('w2', B, 10, { session_id: S2, account_id: 'acme' }),
+    ]);
     const q = { steps: [A, B], from: '2026-03-02', to: '2026-03-03' };
     assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', { ...q, count_by: 'account' })).json()), [1, 1]);
     assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', { ...q, count_by: 'session' })).json()), [1, 0]);

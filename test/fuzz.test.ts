@@ -33,19 +33,38 @@ const anyJson = fc.letrec((tie) => ({
 })).value;
 
 /** A valid event with one field replaced by generated junk, or left alone. */
-const mutatedEvent = fc.record({
-  field: fc.constantFrom('event_id', 'category', 'name', 'timestamp', 'actor_id', 'product', 'product_version', 'properties', 'session_id', 'account_id', 'license_id', 'extra', 'none'),
-  value: anyJson,
-}).map(({ field, value }) => {
-  const e = event();
-  if (field !== 'none') e[field] = value;
-  return e;
-});
+const mutatedEvent = fc
+  .record({
+    field: fc.constantFrom(
+      'event_id',
+      'category',
+      'name',
+      'timestamp',
+      'actor_id',
+      'product',
+      'product_version',
+      'properties',
+      'session_id',
+      'account_id',
+      'license_id',
+      'extra',
+      'none',
+    ),
+    value: anyJson,
+  })
+  .map(({ field, value }) => {
+    const e = event();
+    if (field !== 'none') e[field] = value;
+    return e;
+  });
 
 /** Serialises like JSON.stringify but keeps "__proto__" keys as data, the way a client would send them. */
 function toJsonText(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(toJsonText).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).map((k) => `${JSON.stringify(k)}:${toJsonText((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .map((k) => `${JSON.stringify(k)}:${toJsonText((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   const s = JSON.stringify(v);
   return s === undefined ? 'null' : s;
 }
@@ -59,20 +78,24 @@ const withProto = (o: Record<string, unknown>) => {
 describe('fuzzing the ingestion endpoints', () => {
   it('POST /v1/events: never a 500, one result per element, valid neighbours always accepted, no prototype polluted', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.oneof(mutatedEvent, anyJson, mutatedEvent.map(withProto)), { minLength: 1, maxLength: 12 }), fc.nat(11), async (junk, at) => {
-        const valid = event({ event_id: uuidv7() });
-        const batch = [...junk];
-        batch.splice(at % (batch.length + 1), 0, valid);
-        const res = await postEvents(t.app, tenant.ingestKey, toJsonText(batch));
-        assert.ok(res.statusCode === 200 || res.statusCode === 207, `${res.statusCode} ${res.body.slice(0, 300)}`);
-        const body = res.json();
-        assert.equal(body.results.length, batch.length);
-        assert.equal(body.accepted + body.rejected, batch.length);
-        const mine = body.results[batch.indexOf(valid)];
-        assert.equal(mine.status, 'accepted', JSON.stringify(mine));
-        assert.equal(({} as Record<string, unknown>).polluted, undefined);
-        assert.equal((Object.prototype as Record<string, unknown>).polluted, undefined);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.oneof(mutatedEvent, anyJson, mutatedEvent.map(withProto)), { minLength: 1, maxLength: 12 }),
+        fc.nat(11),
+        async (junk, at) => {
+          const valid = event({ event_id: uuidv7() });
+          const batch = [...junk];
+          batch.splice(at % (batch.length + 1), 0, valid);
+          const res = await postEvents(t.app, tenant.ingestKey, toJsonText(batch));
+          assert.ok(res.statusCode === 200 || res.statusCode === 207, `${res.statusCode} ${res.body.slice(0, 300)}`);
+          const body = res.json();
+          assert.equal(body.results.length, batch.length);
+          assert.equal(body.accepted + body.rejected, batch.length);
+          const mine = body.results[batch.indexOf(valid)];
+          assert.equal(mine.status, 'accepted', JSON.stringify(mine));
+          assert.equal(({} as Record<string, unknown>).polluted, undefined);
+          assert.equal((Object.prototype as Record<string, unknown>).polluted, undefined);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -90,9 +113,34 @@ describe('fuzzing the ingestion endpoints', () => {
 
   for (const [url, base] of [
     ['/v1/events/sessions', () => ({ session_id: uuidv7(), actor_id: 'a', product: 'app', product_version: '1', started_at: '2026-01-01T00:00:00Z' })],
-    ['/v1/events/sessions/end', () => ({ session_id: uuidv7(), ended_at: '2026-01-01T00:00:00Z', end_reason: 'sdk_recovery', actor_id: 'a', product: 'app', product_version: '1', started_at: '2025-12-31T00:00:00Z' })],
-    ['/v1/events/exceptions', () => ({ exception_id: uuidv7(), exception_type: 'E', severity: 'fatal', occurred_at: '2026-01-01T00:00:00Z', actor_id: 'a', product: 'app', product_version: '1' })],
-    ['/v1/actors/identify', () => ({ anonymous_actor_id: uuidv7(), identified_actor_id: 'u', identified_at: '2026-01-01T00:00:00Z', product: 'app', product_version: null })],
+    [
+      '/v1/events/sessions/end',
+      () => ({
+        session_id: uuidv7(),
+        ended_at: '2026-01-01T00:00:00Z',
+        end_reason: 'sdk_recovery',
+        actor_id: 'a',
+        product: 'app',
+        product_version: '1',
+        started_at: '2025-12-31T00:00:00Z',
+      }),
+    ],
+    [
+      '/v1/events/exceptions',
+      () => ({
+        exception_id: uuidv7(),
+        exception_type: 'E',
+        severity: 'fatal',
+        occurred_at: '2026-01-01T00:00:00Z',
+        actor_id: 'a',
+        product: 'app',
+        product_version: '1',
+      }),
+    ],
+    [
+      '/v1/actors/identify',
+      () => ({ anonymous_actor_id: uuidv7(), identified_actor_id: 'u', identified_at: '2026-01-01T00:00:00Z', product: 'app', product_version: null }),
+    ],
   ] as const) {
     it(`${url}: a mutated record is answered 200, 404, 409 or 422 with problem+json, never a 500`, async () => {
       await fc.assert(

@@ -33,19 +33,36 @@ async function actors(adminKey: string): Promise<{ actor_id: string; traits: Rec
 describe('identify traits', () => {
   it('keeps the newest traits per identified actor and shows them in the account actors, where a linked anonymous actor counts as its user', async () => {
     const tn = await tenantWithProduct(t.app, 'business');
-    const posted = await postEvents(t.app, tn.ingestKey, ['anon-1', 'user-1', 'user-2'].map((actor_id) => event({ actor_id, account_id: 'acme', timestamp: hourAgo() })));
+    const posted = await postEvents(
+      t.app,
+      tn.ingestKey,
+      ['anon-1', 'user-1', 'user-2'].map((actor_id) => event({ actor_id, account_id: 'acme', timestamp: hourAgo() })),
+    );
     assert.equal(posted.statusCode, 200, posted.body);
     const first = await identify(tn.ingestKey, { anonymous_actor_id: 'anon-1', identified_actor_id: 'user-1', traits: { plan: 'pro', seats: 5, admin: true } });
     assert.equal(first.statusCode, 200, first.body);
-    assert.deepEqual(first.json(), { status: 'accepted' }, 'the answer is the contract\'s, traits or not');
+    assert.deepEqual(first.json(), { status: 'accepted' }, "the answer is the contract's, traits or not");
     // The same user from a second device, later: its traits replace the first ones.
-    const later = await identify(tn.ingestKey, { anonymous_actor_id: 'anon-2', identified_actor_id: 'user-1', identified_at: '2026-01-03T00:00:00Z', traits: { plan: 'business', seats: 9 } });
+    const later = await identify(tn.ingestKey, {
+      anonymous_actor_id: 'anon-2',
+      identified_actor_id: 'user-1',
+      identified_at: '2026-01-03T00:00:00Z',
+      traits: { plan: 'business', seats: 9 },
+    });
     assert.equal(later.statusCode, 200, later.body);
     // A retry of an older identify arriving late does not undo the newer traits.
-    const stale = await identify(tn.ingestKey, { anonymous_actor_id: 'anon-3', identified_actor_id: 'user-1', identified_at: '2026-01-01T00:00:00Z', traits: { plan: 'trial' } });
+    const stale = await identify(tn.ingestKey, {
+      anonymous_actor_id: 'anon-3',
+      identified_actor_id: 'user-1',
+      identified_at: '2026-01-01T00:00:00Z',
+      traits: { plan: 'trial' },
+    });
     assert.equal(stale.statusCode, 200, stale.body);
     // identify without traits (the contract's shape) leaves them alone.
-    assert.equal((await identify(tn.ingestKey, { anonymous_actor_id: 'anon-4', identified_actor_id: 'user-1', identified_at: '2026-01-04T00:00:00Z' })).statusCode, 200);
+    assert.equal(
+      (await identify(tn.ingestKey, { anonymous_actor_id: 'anon-4', identified_actor_id: 'user-1', identified_at: '2026-01-04T00:00:00Z' })).statusCode,
+      200,
+    );
 
     const rows = await actors(tn.adminKey);
     assert.deepEqual(
@@ -64,7 +81,10 @@ describe('identify traits', () => {
     assert.equal((await identify(tn.ingestKey, { anonymous_actor_id: 'anon', identified_actor_id: 'user-a' })).statusCode, 200);
     const conflict = await identify(tn.ingestKey, { anonymous_actor_id: 'anon', identified_actor_id: 'user-b', traits: { plan: 'pro' } });
     assert.equal(conflict.statusCode, 409, conflict.body);
-    assert.deepEqual((await actors(tn.adminKey)).map((r) => [r.actor_id, r.traits]), [['user-b', null]]);
+    assert.deepEqual(
+      (await actors(tn.adminKey)).map((r) => [r.actor_id, r.traits]),
+      [['user-b', null]],
+    );
   });
 
   it('traits follow the rules of event properties: 422 validation_error naming the field, kept as a dead letter', async () => {

@@ -11,7 +11,14 @@ const IDENTIFIED_AT = '2026-01-02T03:04:05.000Z';
 
 /** The clients' wire shape (CONTRACT.md). */
 function link(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { anonymous_actor_id: 'anon-7f3a', identified_actor_id: 'user-42', identified_at: IDENTIFIED_AT, product: 'app', product_version: '1.0.0', ...overrides };
+  return {
+    anonymous_actor_id: 'anon-7f3a',
+    identified_actor_id: 'user-42',
+    identified_at: IDENTIFIED_AT,
+    product: 'app',
+    product_version: '1.0.0',
+    ...overrides,
+  };
 }
 
 function identify(key: string | undefined, body: unknown) {
@@ -40,11 +47,20 @@ async function links(tenantId: string): Promise<Link[]> {
 }
 
 async function strictOn(adminKey: string): Promise<void> {
-  const res = await t.app.inject({ method: 'PATCH', url: '/v1/products/app', headers: { authorization: `Bearer ${adminKey}` }, payload: { strict_versions_enabled: true } });
+  const res = await t.app.inject({
+    method: 'PATCH',
+    url: '/v1/products/app',
+    headers: { authorization: `Bearer ${adminKey}` },
+    payload: { strict_versions_enabled: true },
+  });
   assert.equal(res.statusCode, 200, res.body);
 }
 
-function assertProblem(res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): { code: string } }, status: number, code?: string): void {
+function assertProblem(
+  res: { statusCode: number; body: string; headers: Record<string, unknown>; json(): { code: string } },
+  status: number,
+  code?: string,
+): void {
   assert.equal(res.statusCode, status, res.body);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
   if (code) assert.equal(res.json().code, code);
@@ -79,7 +95,11 @@ describe('POST /v1/actors/identify', () => {
     const stored = await links(tenant.id);
     assert.equal(stored.length, 1);
     assert.equal(stored[0]!.identified_actor_id, 'user-42');
-    assert.equal((await identify(tenant.ingestKey, link({ anonymous_actor_id: 'anon-other', identified_actor_id: 'user-42' }))).statusCode, 200, 'one user may have several anonymous ids');
+    assert.equal(
+      (await identify(tenant.ingestKey, link({ anonymous_actor_id: 'anon-other', identified_actor_id: 'user-42' }))).statusCode,
+      200,
+      'one user may have several anonymous ids',
+    );
   });
 
   it('accepts a null product_version (the wire shape allows product_version|null)', async () => {
@@ -123,7 +143,10 @@ describe('POST /v1/actors/identify', () => {
       delete body[field];
       const res = await identify(tenant.ingestKey, body);
       assertProblem(res, 422);
-      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${field}: ${res.body}`);
+      assert.ok(
+        res.json().errors.some((e: { field: string }) => e.field === field),
+        `${field}: ${res.body}`,
+      );
     }
     assert.deepEqual(await links(tenant.id), []);
   });

@@ -19,7 +19,10 @@ describe('GET /v1/invalid-events', () => {
     await postEvents(t.app, tenant.ingestKey, [second]);
     const { data, next_cursor } = (await get(t.app, tenant.adminKey, '/v1/invalid-events')).json();
     assert.equal(next_cursor, null);
-    assert.deepEqual(data.map((d: { reason: string }) => d.reason), ['reserved_property_key', 'UNRECOGNIZED_PRODUCT']);
+    assert.deepEqual(
+      data.map((d: { reason: string }) => d.reason),
+      ['reserved_property_key', 'UNRECOGNIZED_PRODUCT'],
+    );
     assert.equal(data[1].product, 'ghost');
     assert.deepEqual(data[1].payload, first);
     assert.equal(data[1].kind, 'event');
@@ -30,11 +33,7 @@ describe('GET /v1/invalid-events', () => {
 
   it('filters by product, reason, kind and time, and paginates without gaps or repeats', async () => {
     const tenant = await tenantWithProduct(t.app);
-    const batch = [
-      ...Array.from({ length: 5 }, () => event({ product: 'ghost' })),
-      ...Array.from({ length: 4 }, () => event({ account_id: '' })),
-      event(),
-    ];
+    const batch = [...Array.from({ length: 5 }, () => event({ product: 'ghost' })), ...Array.from({ length: 4 }, () => event({ account_id: '' })), event()];
     const before = new Date(Date.now() - 1000).toISOString();
     await postEvents(t.app, tenant.ingestKey, batch);
     const q = (qs: string) => get(t.app, tenant.adminKey, `/v1/invalid-events?${qs}`).then((r) => r.json());

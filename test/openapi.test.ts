@@ -13,7 +13,10 @@ import { startTestApp, type TestApp } from './helpers/app.js';
 
 const run = promisify(execFile);
 let t: TestApp;
-let doc: { paths: Record<string, Record<string, { operationId?: string; responses: Record<string, { content?: Record<string, unknown> }> }>>; components: { schemas: Record<string, unknown> } };
+let doc: {
+  paths: Record<string, Record<string, { operationId?: string; responses: Record<string, { content?: Record<string, unknown> }> }>>;
+  components: { schemas: Record<string, unknown> };
+};
 before(async () => {
   t = await startTestApp();
   doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
@@ -74,7 +77,20 @@ void createProduct('', '', { name: 'no slug' });
 `,
       );
       const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-      const args = ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--skipLibCheck', '--types', 'node', join(dir, 'call.ts')];
+      const args = [
+        '--noEmit',
+        '--strict',
+        '--target',
+        'es2022',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--skipLibCheck',
+        '--types',
+        'node',
+        join(dir, 'call.ts'),
+      ];
       await run(process.execPath, [tsc, ...args], { cwd: process.cwd() }).catch((err: { stdout: string }) => assert.fail(`tsc: ${err.stdout}`));
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -18,9 +18,26 @@ describe('paths', () => {
     tenant = await tenantWithProduct(t.app);
     // p1 open search view buy, open again (nothing after) · p2 open search view · p3 open view ·
     // anon-4 open, identified as user-4, who searches and views.
-    const batch = [e('p1', 'open', 0), e('p1', 'search', 1), e('p1', 'view', 2), e('p1', 'buy', 3), e('p1', 'open', 10), e('p2', 'open', 0), e('p2', 'search', 1), e('p2', 'view', 2), e('p3', 'open', 0), e('p3', 'view', 1), e('anon-4', 'open', 0)];
+    const batch = [
+      e('p1', 'open', 0),
+      e('p1', 'search', 1),
+      e('p1', 'view', 2),
+      e('p1', 'buy', 3),
+      e('p1', 'open', 10),
+      e('p2', 'open', 0),
+      e('p2', 'search', 1),
+      e('p2', 'view', 2),
+      e('p3', 'open', 0),
+      e('p3', 'view', 1),
+      e('anon-4', 'open', 0),
+    ];
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-    const link = await t.app.inject({ method: 'POST', url: '/v1/actors/identify', headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' }, payload: { anonymous_actor_id: 'anon-4', identified_actor_id: 'user-4', product: 'app', product_version: '1.0.0' } });
+    const link = await t.app.inject({
+      method: 'POST',
+      url: '/v1/actors/identify',
+      headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
+      payload: { anonymous_actor_id: 'anon-4', identified_actor_id: 'user-4', product: 'app', product_version: '1.0.0' },
+    });
     assert.equal(link.statusCode, 200);
     assert.equal((await postEvents(t.app, tenant.ingestKey, [e('user-4', 'search', 1), e('user-4', 'view', 2)])).statusCode, 200);
   });
@@ -31,24 +48,37 @@ describe('paths', () => {
     const body = res.json();
     // After each open: p1 [search view], p1 again [] (nothing more), p2 [search view], p3 [view], user-4 [search view].
     assert.equal(body.occurrences, 5);
-    assert.deepEqual(body.paths.map((p: { events: { name: string }[]; occurrences: number; actors: number }) => [names(p), p.occurrences, p.actors]), [
-      [['search', 'view'], 3, 3],
-      [['view'], 1, 1],
-      [[], 1, 1],
-    ]);
+    assert.deepEqual(
+      body.paths.map((p: { events: { name: string }[]; occurrences: number; actors: number }) => [names(p), p.occurrences, p.actors]),
+      [
+        [['search', 'view'], 3, 3],
+        [['view'], 1, 1],
+        [[], 1, 1],
+      ],
+    );
   });
 
   it('the previous event before view', async () => {
     const res = await get(t.app, tenant.adminKey, '/v1/paths?category=ui&name=view&steps=1&direction=previous&from=2026-03-02&to=2026-03-03');
     // p1, p2 and user-4 searched right before; p3 opened.
-    assert.deepEqual(res.json().paths.map((p: { events: { name: string }[]; occurrences: number }) => [names(p), p.occurrences]), [[['search'], 3], [['open'], 1]]);
+    assert.deepEqual(
+      res.json().paths.map((p: { events: { name: string }[]; occurrences: number }) => [names(p), p.occurrences]),
+      [
+        [['search'], 3],
+        [['open'], 1],
+      ],
+    );
   });
 
   it('another tenant sees none of it; bad and unknown parameters are a 400', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await get(t.app, other.adminKey, '/v1/paths?category=ui&name=open&from=2026-03-02&to=2026-03-03');
     assert.deepEqual([res.json().occurrences, res.json().paths], [0, []]);
-    for (const [qs, field] of [['category=ui&name=open&steps=9', 'steps'], ['category=ui', 'name'], ['category=ui&name=open&colour=red', 'colour']]) {
+    for (const [qs, field] of [
+      ['category=ui&name=open&steps=9', 'steps'],
+      ['category=ui', 'name'],
+      ['category=ui&name=open&colour=red', 'colour'],
+    ]) {
       const bad = await get(t.app, tenant.adminKey, `/v1/paths?${qs}`);
       assert.equal(bad.statusCode, 400, bad.body);
       assert.ok(bad.body.includes(field!), bad.body);
@@ -60,10 +90,25 @@ describe('paths', () => {
     if (t.db.kind !== 'pglite') return;
     for (const [method, url, payload] of [
       ['GET', '/v1/paths?category=ui&name=open&range=365d', undefined],
-      ['POST', '/v1/funnels', { steps: [{ category: 'ui', name: 'open' }, { category: 'ui', name: 'view' }], range: '365d' }],
+      [
+        'POST',
+        '/v1/funnels',
+        {
+          steps: [
+            { category: 'ui', name: 'open' },
+            { category: 'ui', name: 'view' },
+          ],
+          range: '365d',
+        },
+      ],
       ['POST', '/v1/retention', { range: '365d' }],
     ] as const) {
-      const res = await t.app.inject({ method, url, headers: { authorization: `Bearer ${tenant.adminKey}`, ...(payload && { 'content-type': 'application/json' }) }, ...(payload && { payload: JSON.stringify(payload) }) });
+      const res = await t.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${tenant.adminKey}`, ...(payload && { 'content-type': 'application/json' }) },
+        ...(payload && { payload: JSON.stringify(payload) }),
+      });
       assert.deepEqual([res.statusCode, res.json().code, res.json().errors[0].field], [422, 'query_too_large', 'range'], `${url}: ${res.body}`);
     }
   });
@@ -71,6 +116,9 @@ describe('paths', () => {
   it('on PostgreSQL a statement past the statement timeout becomes a 422 query_too_large', async () => {
     // The budget helper every behaviour query runs in, called directly with a 50 ms budget.
     if (t.db.kind !== 'postgres') return;
-    await assert.rejects(withBudget(t.db, (q) => q.query('SELECT pg_sleep(1)'), 50), (err: { status: number; code: string }) => err.status === 422 && err.code === 'query_too_large');
+    await assert.rejects(
+      withBudget(t.db, (q) => q.query('SELECT pg_sleep(1)'), 50),
+      (err: { status: number; code: string }) => err.status === 422 && err.code === 'query_too_large',
+    );
   });
 });

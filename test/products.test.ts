@@ -46,7 +46,9 @@ describe('products', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { data: { slug: string }[]; next_cursor: string | null } = (await get(t.app, tenant.adminKey, `/v1/products?limit=2${cursor ? `&cursor=${cursor}` : ''}`)).json();
+      const page: { data: { slug: string }[]; next_cursor: string | null } = (
+        await get(t.app, tenant.adminKey, `/v1/products?limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json();
       assert.ok(page.data.length <= 2);
       seen.push(...page.data.map((p) => p.slug));
       cursor = page.next_cursor;
@@ -98,7 +100,9 @@ describe('versions', () => {
     const tenant = await tenantWithProduct(t.app);
     const results = await Promise.all(Array.from({ length: 50 }, () => postEvents(t.app, tenant.ingestKey, [event({ product_version: '7.7.7' })])));
     assert.ok(results.every((r) => r.statusCode === 200));
-    const [row] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM product_versions WHERE product_id = $1 AND version = '7.7.7'", [tenant.productId]);
+    const [row] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM product_versions WHERE product_id = $1 AND version = '7.7.7'", [
+      tenant.productId,
+    ]);
     assert.equal(row!.n, 1);
   });
 
@@ -107,7 +111,10 @@ describe('versions', () => {
     await call('PATCH', '/v1/products/app', tenant.adminKey, { strict_versions_enabled: true });
     const res = await postEvents(t.app, tenant.ingestKey, [event({ product_version: '3.0.0' }), event({ product_version: '3.0.0', product: 'app' })]);
     assert.equal(res.statusCode, 207);
-    assert.deepEqual(res.json().results.map((r: { reason: string }) => r.reason), ['UNREGISTERED_VERSION', 'UNREGISTERED_VERSION']);
+    assert.deepEqual(
+      res.json().results.map((r: { reason: string }) => r.reason),
+      ['UNREGISTERED_VERSION', 'UNREGISTERED_VERSION'],
+    );
     assert.deepEqual((await get(t.app, tenant.adminKey, '/v1/products/app/versions')).json().data, []);
     await call('PATCH', '/v1/products/app', tenant.adminKey, { strict_versions_enabled: false });
     assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '3.0.0' }))).status, 'accepted');

@@ -54,7 +54,15 @@ describe('rate limits', () => {
         method: 'POST',
         url: '/v1/events/exceptions',
         headers,
-        payload: { exception_id: `e-${i}`, exception_type: 'E', severity: 'non_fatal', occurred_at: '2026-01-01T00:00:00Z', actor_id: 'a', product: 'app', product_version: '1' },
+        payload: {
+          exception_id: `e-${i}`,
+          exception_type: 'E',
+          severity: 'non_fatal',
+          occurred_at: '2026-01-01T00:00:00Z',
+          actor_id: 'a',
+          product: 'app',
+          product_version: '1',
+        },
       });
       assert.equal(e.statusCode, 200);
     }
@@ -69,7 +77,10 @@ describe('rate limits', () => {
       const codes: number[] = [];
       for (let i = 0; i < 4; i++) codes.push((await postEvents(app.app, tenant.ingestKey, [event()])).statusCode);
       assert.deepEqual(codes, [200, 200, 200, 429], 'still limited, per process');
-      assert.ok(lines.some((l) => /Redis unreachable/.test(l)), 'the fallback is logged');
+      assert.ok(
+        lines.some((l) => /Redis unreachable/.test(l)),
+        'the fallback is logged',
+      );
     } finally {
       await app.close();
     }
@@ -101,8 +112,14 @@ describe('rate limits', () => {
       const [a, b] = await Promise.all([startServer(env), startServer(env)]);
       try {
         const post = (url: string, path: string, key: string, body: unknown) =>
-          fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-        const created = (await (await post(a.url, '/admin/v1/tenants', 'rl-admin', { name: 'rl', plan: 'trial' })).json()) as { api_keys: { key: string; permissions: string[] }[] };
+          fetch(`${url}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
+        const created = (await (await post(a.url, '/admin/v1/tenants', 'rl-admin', { name: 'rl', plan: 'trial' })).json()) as {
+          api_keys: { key: string; permissions: string[] }[];
+        };
         const key = created.api_keys.find((k) => k.permissions.length === 4)!.key;
         await post(b.url, '/v1/products', key, { slug: 'app' });
         const codes: number[] = [];

@@ -41,12 +41,28 @@ async function crashMidFold(): Promise<void> {
 }
 
 function post(key: string, url: string, payload: unknown) {
-  return t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    payload: JSON.stringify(payload),
+  });
 }
 
 type Row = Record<string, unknown>;
 const norm = (rows: Row[]) =>
-  rows.map((r) => JSON.stringify(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : typeof v === 'bigint' || (typeof v === 'string' && /^-?\d+$/.test(v) && k !== 'version') ? Number(v) : v])))).sort();
+  rows
+    .map((r) =>
+      JSON.stringify(
+        Object.fromEntries(
+          Object.entries(r).map(([k, v]) => [
+            k,
+            v instanceof Date ? v.toISOString() : typeof v === 'bigint' || (typeof v === 'string' && /^-?\d+$/.test(v) && k !== 'version') ? Number(v) : v,
+          ]),
+        ),
+      ),
+    )
+    .sort();
 
 /** Each derived table, aggregated per key, against the same computed from the raw rows. */
 const CHECKS: [string, string, string][] = [
@@ -130,17 +146,63 @@ describe('read model', () => {
     ];
     assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200);
     // The session starts with no account; its events carry one (S1 above, acme/L1).
-    assert.equal((await post(tn.ingestKey, '/v1/events/sessions', { session_id: S1, actor_id: 'anon-1', product: 'app', product_version: '1.0.0', started_at: at(-60_000) })).statusCode, 200);
+    assert.equal(
+      (
+        await post(tn.ingestKey, '/v1/events/sessions', {
+          session_id: S1,
+          actor_id: 'anon-1',
+          product: 'app',
+          product_version: '1.0.0',
+          started_at: at(-60_000),
+        })
+      ).statusCode,
+      200,
+    );
     await runJob();
     assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200, 'a client retry of the whole batch: duplicates');
     await crashMidFold();
     // identify after anon-1 was folded: its rows move to user-1, including the late day.
-    assert.equal((await post(tn.ingestKey, '/v1/actors/identify', { anonymous_actor_id: 'anon-1', identified_actor_id: 'user-1', identified_at: at(120_000), product: 'app', product_version: '1.0.0' })).statusCode, 200);
-    assert.equal((await postEvents(t.app, tn.ingestKey, [event({ actor_id: 'user-1', timestamp: at(180_000), account_id: 'acme', license_id: 'L1' })])).statusCode, 200);
-    assert.equal((await post(tn.ingestKey, '/v1/events/sessions', { session_id: S2, actor_id: 'u2', product: 'app', product_version: '2.0.0', started_at: at(0), account_id: 'acme' })).statusCode, 200);
+    assert.equal(
+      (
+        await post(tn.ingestKey, '/v1/actors/identify', {
+          anonymous_actor_id: 'anon-1',
+          identified_actor_id: 'user-1',
+          identified_at: at(120_000),
+          product: 'app',
+          product_version: '1.0.0',
+        })
+      ).statusCode,
+      200,
+    );
+    assert.equal(
+      (await postEvents(t.app, tn.ingestKey, [event({ actor_id: 'user-1', timestamp: at(180_000), account_id: 'acme', license_id: 'L1' })])).statusCode,
+      200,
+    );
+    assert.equal(
+      (
+        await post(tn.ingestKey, '/v1/events/sessions', {
+          session_id: S2,
+          actor_id: 'u2',
+          product: 'app',
+          product_version: '2.0.0',
+          started_at: at(0),
+          account_id: 'acme',
+        })
+      ).statusCode,
+      200,
+    );
     const exception = (id: string, severity: string, session: string) => ({
-      exception_id: id, exception_type: 'TypeError', message: 'boom', stack_trace: 'TypeError: boom\n    at a (x.js:1:1)', severity, occurred_at: at(240_000),
-      actor_id: 'u2', product: 'app', product_version: '2.0.0', account_id: 'acme', session_id: session,
+      exception_id: id,
+      exception_type: 'TypeError',
+      message: 'boom',
+      stack_trace: 'TypeError: boom\n    at a (x.js:1:1)',
+      severity,
+      occurred_at: at(240_000),
+      actor_id: 'u2',
+      product: 'app',
+      product_version: '2.0.0',
+      account_id: 'acme',
+      session_id: session,
     });
     assert.equal((await post(tn.ingestKey, '/v1/events/exceptions', exception('x1', 'non_fatal', S2))).statusCode, 200);
     await crashMidFold();
@@ -154,7 +216,12 @@ describe('read model', () => {
     // By hand: today user-1 (anon-1's events and its own) and u2 are active; 10 days ago only user-1 (then anon-1).
     // S1 started without an account and took acme from its events; x2 (fatal) crashed it; x1 made S2 errored.
     const dau = async (ms: number) =>
-      (await t.db.query<{ actor_id: string }>('SELECT DISTINCT actor_id FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date AND events > 0 ORDER BY 1', [tn.id, dayOf(ms)])).map((r) => r.actor_id);
+      (
+        await t.db.query<{ actor_id: string }>(
+          'SELECT DISTINCT actor_id FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date AND events > 0 ORDER BY 1',
+          [tn.id, dayOf(ms)],
+        )
+      ).map((r) => r.actor_id);
     assert.deepEqual(await dau(0), ['u2', 'user-1']);
     assert.deepEqual(await dau(-10 * DAY), ['user-1']);
     const sessions = await t.db.query<{ session_id: string; status: string; account_id: string | null; actor_id: string }>(
@@ -174,7 +241,10 @@ describe('read model', () => {
       await t.db.tx((q) => compactDay(q, tn.id, d.day));
     }
     await assertMatchesRaw(tn.id, 'compacted');
-    const [{ n }] = (await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'user-1' AND day = $2::date", [tn.id, dayOf(0)])) as [{ n: number }];
+    const [{ n }] = (await t.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'user-1' AND day = $2::date",
+      [tn.id, dayOf(0)],
+    )) as [{ n: number }];
     assert.equal(n, 1, 'one row per active actor per day once compacted');
   });
 });

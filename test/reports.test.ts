@@ -30,7 +30,9 @@ before(async () => {
   t = await startTestApp();
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
-  const batch = FIXTURE.map(([actor, timestamp, name]) => event({ actor_id: actor, timestamp, name, account_id: actor === 'a1' ? 'acme' : 'globex', properties: { plan: actor === 'a1' ? 'free' : 'pro' } }));
+  const batch = FIXTURE.map(([actor, timestamp, name]) =>
+    event({ actor_id: actor, timestamp, name, account_id: actor === 'a1' ? 'acme' : 'globex', properties: { plan: actor === 'a1' ? 'free' : 'pro' } }),
+  );
   assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
   const jobs = startJobs(t.db, [rollupJob(60)], silent);
   assert.equal(await jobs.runOnce('rollups'), true);
@@ -65,7 +67,7 @@ describe('GET /v1/reports/trends', () => {
     assert.deepEqual(body.series[0].total, { events: 8, actors: 4 });
   });
 
-  it('counts in the time zone\'s own days (America/New_York, UTC-5)', async () => {
+  it("counts in the time zone's own days (America/New_York, UTC-5)", async () => {
     const body = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York`);
     // Local midnights: Jan 29 05:00Z to Feb 3 05:00Z. Local: a1 Jan 29 05:00, Jan 31 18:30, Feb 1 05:00;
     // a2 Jan 30 07:00, Feb 1 07:00, Feb 2 07:00; a3 Feb 1 20:00; a4 Feb 2 10:00.
@@ -108,10 +110,13 @@ describe('GET /v1/reports/trends', () => {
     const pro = await ok(`/v1/reports/trends?${RANGE}&property=plan:pro`);
     assert.deepEqual(pro.series[0].total, { events: 5, actors: 3 }); // a2 ×3, a3, a4 (Feb 2)
     const by = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:plan`);
-    assert.deepEqual(by.series.map((s: { breakdown_value: string; total: { events: number } }) => [s.breakdown_value, s.total.events]), [
-      ['pro', 5],
-      ['free', 3],
-    ]);
+    assert.deepEqual(
+      by.series.map((s: { breakdown_value: string; total: { events: number } }) => [s.breakdown_value, s.total.events]),
+      [
+        ['pro', 5],
+        ['free', 3],
+      ],
+    );
   });
 
   it('compares with the previous period of the same length', async () => {
@@ -155,7 +160,13 @@ describe('GET /v1/reports/active-actors', () => {
     // Jan 29: a1 new. Jan 30: a2 new, a1 dormant. Jan 31: a1 resurrecting, a2 dormant.
     // Feb 1: a1 returning, a2 resurrecting. Feb 2: a2 returning, a3 new, a4 resurrecting, a1 dormant.
     assert.deepEqual(
-      body.lifecycle.map((l: { date: string; new: number; returning: number; resurrecting: number; dormant: number }) => [l.date, l.new, l.returning, l.resurrecting, l.dormant]),
+      body.lifecycle.map((l: { date: string; new: number; returning: number; resurrecting: number; dormant: number }) => [
+        l.date,
+        l.new,
+        l.returning,
+        l.resurrecting,
+        l.dormant,
+      ]),
       [
         ['2026-01-29', 1, 0, 0, 0],
         ['2026-01-30', 1, 0, 0, 1],
@@ -164,7 +175,10 @@ describe('GET /v1/reports/active-actors', () => {
         ['2026-02-02', 1, 1, 1, 1],
       ],
     );
-    assert.deepEqual(body.data.map((d: { active: number }) => d.active), [1, 1, 1, 2, 3]);
+    assert.deepEqual(
+      body.data.map((d: { active: number }) => d.active),
+      [1, 1, 1, 2, 3],
+    );
   });
 
   it('lifecycle and days active per week', async () => {
@@ -172,7 +186,13 @@ describe('GET /v1/reports/active-actors', () => {
     // Week of Jan 26: a1, a2 active, both first seen that week (new); a4 was active the week of Jan 19 (dormant).
     // Week of Feb 2: a2 returning, a3 new, a4 resurrecting, a1 dormant.
     assert.deepEqual(
-      body.lifecycle.map((l: { date: string; new: number; returning: number; resurrecting: number; dormant: number }) => [l.date, l.new, l.returning, l.resurrecting, l.dormant]),
+      body.lifecycle.map((l: { date: string; new: number; returning: number; resurrecting: number; dormant: number }) => [
+        l.date,
+        l.new,
+        l.returning,
+        l.resurrecting,
+        l.dormant,
+      ]),
       [
         ['2026-01-26', 2, 0, 0, 1],
         ['2026-02-02', 1, 1, 1, 1],
@@ -186,7 +206,7 @@ describe('GET /v1/reports/active-actors', () => {
     ]);
   });
 
-  it('in New York\'s days, from raw events', async () => {
+  it("in New York's days, from raw events", async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}&tz=America/New_York`);
     assert.equal(body.source, 'events');
     // Local active days: a1 Jan 29, 31, Feb 1; a2 Jan 30, Feb 1, 2; a3 Feb 1; a4 Jan 20, Feb 2.
@@ -198,7 +218,9 @@ describe('GET /v1/reports/active-actors', () => {
     // a3 is first seen Feb 1 local. Feb 1: a1 returning, a2 resurrecting, a3 new.
     // Feb 2: a2 returning, a4 resurrecting, a1 and a3 dormant.
     assert.deepEqual(
-      body.lifecycle.slice(3).map((l: { new: number; returning: number; resurrecting: number; dormant: number }) => [l.new, l.returning, l.resurrecting, l.dormant]),
+      body.lifecycle
+        .slice(3)
+        .map((l: { new: number; returning: number; resurrecting: number; dormant: number }) => [l.new, l.returning, l.resurrecting, l.dormant]),
       [
         [1, 1, 1, 0],
         [0, 1, 1, 2],
@@ -206,23 +228,34 @@ describe('GET /v1/reports/active-actors', () => {
     );
   });
 
-  it('an account filter counts that account\'s actors only', async () => {
+  it("an account filter counts that account's actors only", async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}&account_id=acme`);
-    assert.deepEqual(body.data.map((d: { active: number }) => d.active), [1, 0, 1, 1, 0]); // a1 only
+    assert.deepEqual(
+      body.data.map((d: { active: number }) => d.active),
+      [1, 0, 1, 1, 0],
+    ); // a1 only
   });
 });
 
 describe('report rules', () => {
-  it('another tenant sees none of this tenant\'s data', async () => {
+  it("another tenant sees none of this tenant's data", async () => {
     const other = await createTenant(t.app, 'business');
     const trends = (await get(t.app, other.adminKey, `/v1/reports/trends?${RANGE}`)).json();
     assert.deepEqual(trends.series[0].total, { events: 0, actors: 0 });
     const active = (await get(t.app, other.adminKey, `/v1/reports/active-actors?${RANGE}`)).json();
-    assert.deepEqual(active.data.map((d: { active: number }) => d.active), [0, 0, 0, 0, 0]);
+    assert.deepEqual(
+      active.data.map((d: { active: number }) => d.active),
+      [0, 0, 0, 0, 0],
+    );
   });
 
   it('account filters and breakdowns: view_accounts (403), then the plan (402)', async () => {
-    const res = await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${(await createTenant(t.app, 'business')).id}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name: 'r', permissions: ['read'] } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${(await createTenant(t.app, 'business')).id}/keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'r', permissions: ['read'] },
+    });
     const readOnly = res.json().key;
     const forbidden = await get(t.app, readOnly, '/v1/reports/trends?breakdown=account');
     assert.equal(forbidden.statusCode, 403);
@@ -248,7 +281,10 @@ describe('report rules', () => {
     ]) {
       const r = await get(t.app, key, `/v1/reports/trends?${query}`);
       assert.equal(r.statusCode, 400, query);
-      assert.ok(r.json().errors.some((e: { field: string }) => e.field.includes(field)), `${query}: ${r.body}`);
+      assert.ok(
+        r.json().errors.some((e: { field: string }) => e.field.includes(field)),
+        `${query}: ${r.body}`,
+      );
     }
     const hourly = await get(t.app, key, '/v1/reports/active-actors?interval=hour');
     assert.equal(hourly.statusCode, 400);

@@ -12,7 +12,12 @@ const CLICK = { category: 'ui', name: 'click' };
 const ev = (actor: string, what: { category: string; name: string }, timestamp: string) => event({ ...what, actor_id: actor, timestamp, properties: {} });
 
 function post(key: string, url: string, payload: unknown, headers: Record<string, string> = {}) {
-  return t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(payload),
+  });
 }
 
 /**
@@ -25,22 +30,38 @@ function post(key: string, url: string, payload: unknown, headers: Record<string
 async function seed(key: string): Promise<void> {
   const h = (d: string) => `2026-${d}T10:00:00Z`;
   const batch = [
-    ev('r1', OPEN, h('03-02')), ev('r1', CLICK, h('03-10')), ev('r1', CLICK, h('03-17')),
-    ev('r2', OPEN, h('03-03')), ev('r2', CLICK, h('03-24')),
+    ev('r1', OPEN, h('03-02')),
+    ev('r1', CLICK, h('03-10')),
+    ev('r1', CLICK, h('03-17')),
+    ev('r2', OPEN, h('03-03')),
+    ev('r2', CLICK, h('03-24')),
     ev('r3', OPEN, h('03-04')),
-    ev('r4', OPEN, h('02-20')), ev('r4', OPEN, h('03-05')), ev('r4', CLICK, h('03-12')),
-    ev('r5', OPEN, h('03-09')), ev('r5', OPEN, h('03-16')),
+    ev('r4', OPEN, h('02-20')),
+    ev('r4', OPEN, h('03-05')),
+    ev('r4', CLICK, h('03-12')),
+    ev('r5', OPEN, h('03-09')),
+    ev('r5', OPEN, h('03-16')),
     ev('anon-6', OPEN, h('03-10')),
-    ev('r7', OPEN, '2026-03-08T23:30:00Z'), ev('r7', CLICK, '2026-03-15T23:30:00Z'),
+    ev('r7', OPEN, '2026-03-08T23:30:00Z'),
+    ev('r7', CLICK, '2026-03-15T23:30:00Z'),
   ];
   assert.equal((await postEvents(t.app, key, batch)).statusCode, 200);
-  const link = await post(key, '/v1/actors/identify', { anonymous_actor_id: 'anon-6', identified_actor_id: 'user-6', product: 'app', product_version: '1.0.0' });
+  const link = await post(key, '/v1/actors/identify', {
+    anonymous_actor_id: 'anon-6',
+    identified_actor_id: 'user-6',
+    product: 'app',
+    product_version: '1.0.0',
+  });
   assert.equal(link.statusCode, 200, link.body);
   assert.equal((await postEvents(t.app, key, [ev('user-6', CLICK, h('03-17'))])).statusCode, 200);
 }
 
 const base = { start_event: OPEN, period: 'week', periods: 3, from: '2026-03-02', to: '2026-03-16' };
-type Cohort = { cohort_start: string; size: number; values: { count: number; percentage: number; count_on_or_after: number; percentage_on_or_after: number }[] };
+type Cohort = {
+  cohort_start: string;
+  size: number;
+  values: { count: number; percentage: number; count_on_or_after: number; percentage_on_or_after: number }[];
+};
 const on = (c: Cohort) => c.values.map((v) => v.count);
 const onOrAfter = (c: Cohort) => c.values.map((v) => v.count_on_or_after);
 
@@ -59,8 +80,14 @@ describe('retention', () => {
     assert.deepEqual([wk0!.cohort_start, wk0!.size], ['2026-03-02T00:00:00.000Z', 4]);
     assert.deepEqual(on(wk0!), [4, 2, 1, 1]); // k1: r1 r7; k2: r1; k3: r2
     assert.deepEqual(onOrAfter(wk0!), [4, 3, 2, 1]); // ≥1: r1 r2 r7; ≥2: r1 r2; ≥3: r2
-    assert.deepEqual(wk0!.values.map((v) => v.percentage), [1, 0.5, 0.25, 0.25]);
-    assert.deepEqual(wk0!.values.map((v) => v.percentage_on_or_after), [1, 0.75, 0.5, 0.25]);
+    assert.deepEqual(
+      wk0!.values.map((v) => v.percentage),
+      [1, 0.5, 0.25, 0.25],
+    );
+    assert.deepEqual(
+      wk0!.values.map((v) => v.percentage_on_or_after),
+      [1, 0.75, 0.5, 0.25],
+    );
     // wk1: r5 and user-6 (anon-6's open, once); both return in wk2 (r5's open, user-6's click).
     assert.deepEqual([wk1!.size, on(wk1!), onOrAfter(wk1!)], [2, [2, 2, 0, 0], [2, 2, 0, 0]]);
   });
@@ -68,14 +95,23 @@ describe('retention', () => {
   it('any start event by default gives the same cohorts here (each actor’s first event is an open)', async () => {
     const { start_event: _s, ...rest } = base;
     const res = await post(tenant.adminKey, '/v1/retention', rest);
-    assert.deepEqual((res.json().cohorts as Cohort[]).map(on), [[4, 2, 1, 1], [2, 2, 0, 0]]);
+    assert.deepEqual((res.json().cohorts as Cohort[]).map(on), [
+      [4, 2, 1, 1],
+      [2, 2, 0, 0],
+    ]);
   });
 
   it('recurring: every week with an open', async () => {
     const res = await post(tenant.adminKey, '/v1/retention', { ...base, type: 'recurring' });
     const [wk0, wk1] = res.json().cohorts as Cohort[];
     // wk0 adds r4 (opened Mar 5, clicked Mar 12 → k1). r5's open of Mar 16 is past the range: no third cohort.
-    assert.deepEqual([on(wk0!), onOrAfter(wk0!)], [[5, 3, 1, 1], [5, 4, 2, 1]]);
+    assert.deepEqual(
+      [on(wk0!), onOrAfter(wk0!)],
+      [
+        [5, 3, 1, 1],
+        [5, 4, 2, 1],
+      ],
+    );
     assert.deepEqual(on(wk1!), [2, 2, 0, 0]);
     assert.equal(res.json().cohorts.length, 2);
   });
@@ -86,7 +122,13 @@ describe('retention', () => {
     const res = await post(tenant.adminKey, '/v1/retention', { ...base, tz: 'Asia/Tokyo' });
     const [wk0, wk1] = res.json().cohorts as Cohort[];
     assert.equal(wk0!.cohort_start, '2026-03-01T15:00:00.000Z');
-    assert.deepEqual([on(wk0!), on(wk1!)], [[3, 1, 1, 1], [3, 3, 0, 0]]);
+    assert.deepEqual(
+      [on(wk0!), on(wk1!)],
+      [
+        [3, 1, 1, 1],
+        [3, 3, 0, 0],
+      ],
+    );
     assert.equal(res.json().tz, 'Asia/Tokyo');
   });
 
@@ -109,7 +151,10 @@ describe('retention', () => {
   it('another tenant sees none of it; account counting is behind the plan', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await post(other.adminKey, '/v1/retention', base);
-    assert.deepEqual((res.json().cohorts as Cohort[]).map((c) => c.size), [0, 0]);
+    assert.deepEqual(
+      (res.json().cohorts as Cohort[]).map((c) => c.size),
+      [0, 0],
+    );
     const starter = await createTenant(t.app, 'starter');
     const refused = await post(starter.adminKey, '/v1/retention', { ...base, count_by: 'account' });
     assert.deepEqual([refused.statusCode, refused.json().code], [402, 'plan_limit_reached']);

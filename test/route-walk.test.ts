@@ -42,7 +42,16 @@ const HOSTILE_CURSORS = [
   'not*base64',
   '%00',
 ];
-const HOSTILE_DATES = ['0000-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', '-000001-01-01T00:00:00Z', '2024-02-30T00:00:00Z', '2024-01-01T00:00:00+23:59', '10000-01-01T00:00:00Z', '2024-01-01', '1e400'];
+const HOSTILE_DATES = [
+  '0000-01-01T00:00:00Z',
+  '+275760-09-13T00:00:00.000Z',
+  '-000001-01-01T00:00:00Z',
+  '2024-02-30T00:00:00Z',
+  '2024-01-01T00:00:00+23:59',
+  '10000-01-01T00:00:00Z',
+  '2024-01-01',
+  '1e400',
+];
 
 /** A valid value of a schema, to fill the fields that are not under attack. */
 function sample(s: Schema | undefined, name = ''): unknown {
@@ -82,9 +91,18 @@ before(async () => {
   t = await startTestApp();
   tenant = await tenantWithProduct(t.app, 'business');
   await postEvents(t.app, tenant.ingestKey, [event({ account_id: 'acct-1', license_id: 'lic-1' })]);
-  const versions = await t.app.inject({ method: 'GET', url: `/v1/products/${tenant.productId}/versions`, headers: { authorization: `Bearer ${tenant.adminKey}` } });
+  const versions = await t.app.inject({
+    method: 'GET',
+    url: `/v1/products/${tenant.productId}/versions`,
+    headers: { authorization: `Bearer ${tenant.adminKey}` },
+  });
   versionId = versions.json().data[0].id;
-  const key = await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${tenant.id}/keys`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { permissions: ['read'] } });
+  const key = await t.app.inject({
+    method: 'POST',
+    url: `/admin/v1/tenants/${tenant.id}/keys`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { permissions: ['read'] },
+  });
   Object.assign(ids, { productId: tenant.productId, versionId, accountId: 'acct-1', licenseId: 'lic-1', keyId: key.json().id });
   doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
 });
@@ -135,7 +153,12 @@ describe('every route, every parameter, hostile values', () => {
       for (const p of op.parameters?.filter((x) => x.in === 'path') ?? []) {
         for (const raw of HOSTILE_URL_PARTS) {
           const url = fillPath(path, [p.name, raw]);
-          const res = await t.app.inject({ method: method as 'GET', url, headers: headersFor(path, body !== undefined), ...(body !== undefined ? { payload: body } : {}) });
+          const res = await t.app.inject({
+            method: method as 'GET',
+            url,
+            headers: headersFor(path, body !== undefined),
+            ...(body !== undefined ? { payload: body } : {}),
+          });
           assertSound(res, `${method} ${path} ${p.name}=${raw.slice(0, 20)}`);
         }
       }
@@ -145,7 +168,16 @@ describe('every route, every parameter, hostile values', () => {
   it('query parameters: hostile strings, dates out of range, tampered cursors, wrong types', async () => {
     for (const [path, method, op] of operations()) {
       for (const p of op.parameters?.filter((x) => x.in === 'query') ?? []) {
-        const values = [...HOSTILE_URL_PARTS, ...(p.name === 'cursor' ? HOSTILE_CURSORS.map(encodeURIComponent) : []), ...HOSTILE_DATES.map(encodeURIComponent), '-1', '1e400', '99999999999999999999', '[]', '%5B%5D'];
+        const values = [
+          ...HOSTILE_URL_PARTS,
+          ...(p.name === 'cursor' ? HOSTILE_CURSORS.map(encodeURIComponent) : []),
+          ...HOSTILE_DATES.map(encodeURIComponent),
+          '-1',
+          '1e400',
+          '99999999999999999999',
+          '[]',
+          '%5B%5D',
+        ];
         for (const raw of values) {
           const url = `${fillPath(path)}?${p.name}=${raw}`;
           const res = await t.app.inject({ method: method as 'GET', url, headers: headersFor(path, false) });

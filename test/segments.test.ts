@@ -21,20 +21,35 @@ async function runRollups(): Promise<void> {
 
 const CLICK = { category: 'ui', name: 'click' };
 const OPEN = { category: 'ui', name: 'open' };
-const ev = (actor: string, what: object, day: string, version = '1.0.0') => event({ ...what, actor_id: actor, timestamp: `2026-${day}T12:00:00Z`, product_version: version, properties: {} });
+const ev = (actor: string, what: object, day: string, version = '1.0.0') =>
+  event({ ...what, actor_id: actor, timestamp: `2026-${day}T12:00:00Z`, product_version: version, properties: {} });
 const send = (key: string, method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
-  t.app.inject({ method, url, headers: { authorization: `Bearer ${key}`, ...(payload !== undefined && { 'content-type': 'application/json' }) }, ...(payload !== undefined && { payload: JSON.stringify(payload) }) });
+  t.app.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${key}`, ...(payload !== undefined && { 'content-type': 'application/json' }) },
+    ...(payload !== undefined && { payload: JSON.stringify(payload) }),
+  });
 
 /** s1 clicks 3× Mar 2 · s2 clicks Mar 3 on 2.0.0 · s3 opens Mar 4 on 2.0.0 · s4 clicks 2× Feb 20 and once Mar 5 · anon-5 clicks Mar 3, becomes user-5, who clicks Mar 4. */
 async function seed(key: string) {
   const batch = [
-    ev('s1', CLICK, '03-02'), ev('s1', CLICK, '03-02'), ev('s1', CLICK, '03-02'),
-    ev('s2', CLICK, '03-03', '2.0.0'), ev('s3', OPEN, '03-04', '2.0.0'),
-    ev('s4', CLICK, '02-20'), ev('s4', CLICK, '02-20'), ev('s4', CLICK, '03-05'),
+    ev('s1', CLICK, '03-02'),
+    ev('s1', CLICK, '03-02'),
+    ev('s1', CLICK, '03-02'),
+    ev('s2', CLICK, '03-03', '2.0.0'),
+    ev('s3', OPEN, '03-04', '2.0.0'),
+    ev('s4', CLICK, '02-20'),
+    ev('s4', CLICK, '02-20'),
+    ev('s4', CLICK, '03-05'),
     ev('anon-5', CLICK, '03-03'),
   ];
   assert.equal((await postEvents(t.app, key, batch)).statusCode, 200);
-  assert.equal((await send(key, 'POST', '/v1/actors/identify', { anonymous_actor_id: 'anon-5', identified_actor_id: 'user-5', product: 'app', product_version: '1.0.0' })).statusCode, 200);
+  assert.equal(
+    (await send(key, 'POST', '/v1/actors/identify', { anonymous_actor_id: 'anon-5', identified_actor_id: 'user-5', product: 'app', product_version: '1.0.0' }))
+      .statusCode,
+    200,
+  );
   assert.equal((await postEvents(t.app, key, [ev('user-5', CLICK, '03-04')])).statusCode, 200);
 }
 
@@ -67,7 +82,11 @@ describe('segments', () => {
     assert.deepEqual(ids(page1), ['s1', 's2', 's3']);
     const page2 = await get(t.app, tenant.adminKey, `/v1/segments/${fresh}/actors?limit=3&cursor=${page1.json().next_cursor}`);
     assert.deepEqual([ids(page2), page2.json().next_cursor], [['user-5'], null]);
-    const csv = await t.app.inject({ method: 'GET', url: `/v1/segments/${fresh}/actors`, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    const csv = await t.app.inject({
+      method: 'GET',
+      url: `/v1/segments/${fresh}/actors`,
+      headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' },
+    });
     assert.equal(csv.body, 'actor_id\r\ns1\r\ns2\r\ns3\r\nuser-5\r\n');
   });
 
@@ -90,7 +109,10 @@ describe('segments', () => {
     const other = await tenantWithProduct(t.app);
     const res = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { range: '7d' } });
     const id = res.json().id as string;
-    assert.deepEqual((await get(t.app, other.adminKey, '/v1/segments')).json().data.map((s: { id: string }) => s.id), [id]);
+    assert.deepEqual(
+      (await get(t.app, other.adminKey, '/v1/segments')).json().data.map((s: { id: string }) => s.id),
+      [id],
+    );
     const patched = await send(other.adminKey, 'PATCH', `/v1/segments/${id}`, { name: 'b', definition: { range: '30d', on_version: '1.0.0' } });
     assert.deepEqual([patched.statusCode, patched.json().name, patched.json().definition.on_version], [200, 'b', '1.0.0']);
     assert.equal((await send(other.adminKey, 'DELETE', `/v1/segments/${id}`)).statusCode, 204);

@@ -22,14 +22,30 @@ before(async () => {
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
   const post = async (url: string, payload: unknown) => {
-    const res = await t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url,
+      headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
+      payload: JSON.stringify(payload),
+    });
     assert.equal(res.statusCode, 200, res.body);
     return res.json();
   };
-  const start = (i: number, actor: string, version: string, at: string) => post('/v1/events/sessions', { session_id: sid(i), actor_id: actor, product: 'app', product_version: version, started_at: at });
+  const start = (i: number, actor: string, version: string, at: string) =>
+    post('/v1/events/sessions', { session_id: sid(i), actor_id: actor, product: 'app', product_version: version, started_at: at });
   const end = (i: number, at: string, reason = 'normal') => post('/v1/events/sessions/end', { session_id: sid(i), ended_at: at, end_reason: reason });
   const exception = (id: string, actor: string, version: string, at: string, severity: string, session?: number) =>
-    post('/v1/events/exceptions', { exception_id: id, exception_type: 'TypeError', severity, message: 'x is undefined', occurred_at: at, actor_id: actor, product: 'app', product_version: version, ...(session ? { session_id: sid(session) } : {}) });
+    post('/v1/events/exceptions', {
+      exception_id: id,
+      exception_type: 'TypeError',
+      severity,
+      message: 'x is undefined',
+      occurred_at: at,
+      actor_id: actor,
+      product: 'app',
+      product_version: version,
+      ...(session ? { session_id: sid(session) } : {}),
+    });
   await start(1, 'u1', '1.0', '2026-03-02T10:00:00Z');
   await end(1, '2026-03-02T10:01:00Z');
   await start(2, 'u1', '1.0', '2026-03-02T11:00:00Z');
@@ -78,7 +94,16 @@ describe('sessions', () => {
     //      adoption 3/5 sessions = 60 %, 2/3 actors = 66.6667 %.
     // 2.0: 2 sessions by u3, none crashed (one abnormal, one open): 100 %, 100 %; 2/5 = 40 %, 1/3 = 33.3333 %.
     assert.deepEqual(
-      body.data.map((r: Record<string, unknown>) => [r.product_version, r.sessions, r.actors, r.crashed_sessions, r.abnormal_sessions, r.crash_free_sessions, r.crash_free_actors, r.adoption]),
+      body.data.map((r: Record<string, unknown>) => [
+        r.product_version,
+        r.sessions,
+        r.actors,
+        r.crashed_sessions,
+        r.abnormal_sessions,
+        r.crash_free_sessions,
+        r.crash_free_actors,
+        r.adoption,
+      ]),
       [
         ['1.0', 3, 2, 1, 0, 66.6667, 50, { sessions: 60, actors: 66.6667 }],
         ['2.0', 2, 1, 0, 1, 100, 100, { sessions: 40, actors: 33.3333 }],
@@ -88,14 +113,26 @@ describe('sessions', () => {
 
   it('GET /v1/sessions: newest first, paged by cursor, filtered by status', async () => {
     const first = await ok(`/v1/sessions?${RANGE}&limit=2`);
-    assert.deepEqual(first.data.map((s: { session_id: string }) => s.session_id), [sid(5), sid(4)]);
+    assert.deepEqual(
+      first.data.map((s: { session_id: string }) => s.session_id),
+      [sid(5), sid(4)],
+    );
     const second = await ok(`/v1/sessions?${RANGE}&limit=2&cursor=${first.next_cursor}`);
-    assert.deepEqual(second.data.map((s: { session_id: string }) => s.session_id), [sid(3), sid(2)]);
+    assert.deepEqual(
+      second.data.map((s: { session_id: string }) => s.session_id),
+      [sid(3), sid(2)],
+    );
     const last = await ok(`/v1/sessions?${RANGE}&limit=2&cursor=${second.next_cursor}`);
-    assert.deepEqual(last.data.map((s: { session_id: string }) => s.session_id), [sid(1)]);
+    assert.deepEqual(
+      last.data.map((s: { session_id: string }) => s.session_id),
+      [sid(1)],
+    );
     assert.equal(last.next_cursor, null);
     const crashed = await ok(`/v1/sessions?${RANGE}&status=crashed`);
-    assert.deepEqual(crashed.data.map((s: { session_id: string; duration_s: number; errors: number }) => [s.session_id, s.duration_s, s.errors]), [[sid(3), 300, 1]]);
+    assert.deepEqual(
+      crashed.data.map((s: { session_id: string; duration_s: number; errors: number }) => [s.session_id, s.duration_s, s.errors]),
+      [[sid(3), 300, 1]],
+    );
     const bad = await get(t.app, key, `/v1/sessions?cursor=${Buffer.from('["x"]').toString('base64url')}`);
     assert.equal(bad.statusCode, 400);
   });

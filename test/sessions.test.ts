@@ -53,7 +53,13 @@ async function sessionRow(tenantId: string, sessionId: string): Promise<SessionR
   const r = rows[0];
   if (!r) return undefined;
   const iso = (v: unknown) => (v === null ? null : new Date(v as Date).toISOString());
-  return { ...(r as unknown as SessionRow), started_at: iso(r.started_at)!, last_seen_at: iso(r.last_seen_at)!, ended_at: iso(r.ended_at), end_reason: (r.end_reason as string | null) ?? null };
+  return {
+    ...(r as unknown as SessionRow),
+    started_at: iso(r.started_at)!,
+    last_seen_at: iso(r.last_seen_at)!,
+    ended_at: iso(r.ended_at),
+    end_reason: (r.end_reason as string | null) ?? null,
+  };
 }
 
 async function sessionCount(tenantId: string): Promise<number> {
@@ -82,7 +88,12 @@ const timeoutMs = () => t.config.sessionTimeoutMinutes * 60_000;
 const plus = (iso: string, ms: number) => new Date(Date.parse(iso) + ms);
 
 async function strictOn(adminKey: string): Promise<void> {
-  const res = await t.app.inject({ method: 'PATCH', url: '/v1/products/app', headers: { authorization: `Bearer ${adminKey}` }, payload: { strict_versions_enabled: true } });
+  const res = await t.app.inject({
+    method: 'PATCH',
+    url: '/v1/products/app',
+    headers: { authorization: `Bearer ${adminKey}` },
+    payload: { strict_versions_enabled: true },
+  });
   assert.equal(res.statusCode, 200, res.body);
 }
 
@@ -92,7 +103,11 @@ async function deadLetters(adminKey: string, kind: string): Promise<{ reason: st
   return res.json().data;
 }
 
-function assertProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): { code: string; status: number } }, status: number, code: string): void {
+function assertProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): { code: string; status: number } },
+  status: number,
+  code: string,
+): void {
   assert.equal(res.statusCode, status);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
   assert.equal(res.json().code, code);
@@ -222,7 +237,7 @@ describe('POST /v1/events/sessions/end (CONTRACT.md "Sessions and exceptions")',
     }
   });
 
-  it('an ended_at earlier than the session\'s started_at answers 422 and leaves the session open', async () => {
+  it("an ended_at earlier than the session's started_at answers 422 and leaves the session open", async () => {
     const tenant = await tenantWithProduct(t.app);
     const s = sessionStart();
     await start(tenant.ingestKey, s);
@@ -291,7 +306,7 @@ describe('POST /v1/events/sessions/end (CONTRACT.md "Sessions and exceptions")',
     assert.equal(await sessionRow(tenant.id, sessionId), undefined);
   });
 
-  it('a client end of a session the server already timed out keeps the server\'s end', async () => {
+  it("a client end of a session the server already timed out keeps the server's end", async () => {
     const tenant = await tenantWithProduct(t.app);
     const startedAt = '2001-02-02T10:00:00.000Z';
     const s = sessionStart({ started_at: startedAt });
@@ -311,7 +326,9 @@ describe('what a session keeps', () => {
     const tenant = await tenantWithProduct(t.app);
     const s = sessionStart({ account_id: 'acme', license_id: 'LIC-1' });
     await start(tenant.ingestKey, s);
-    const res = await postEvents(t.app, tenant.ingestKey, [event({ session_id: s.session_id, timestamp: at(10 * 60_000), account_id: 'globex', license_id: 'LIC-2' })]);
+    const res = await postEvents(t.app, tenant.ingestKey, [
+      event({ session_id: s.session_id, timestamp: at(10 * 60_000), account_id: 'globex', license_id: 'LIC-2' }),
+    ]);
     assert.equal(res.statusCode, 200, res.body);
     const ended = await end(tenant.ingestKey, { session_id: s.session_id, ended_at: ENDED, account_id: 'initech', license_id: 'LIC-3' });
     assert.equal(ended.statusCode, 200, ended.body);
@@ -332,7 +349,7 @@ describe('what a session keeps', () => {
     assert.equal(row!.started_at, STARTED);
   });
 
-  it('events carrying the session_id move its last sign of life forward: the timeout ends it at the latest event\'s timestamp', async () => {
+  it("events carrying the session_id move its last sign of life forward: the timeout ends it at the latest event's timestamp", async () => {
     const tenant = await tenantWithProduct(t.app);
     const startedAt = '2001-02-03T10:00:00.000Z';
     const s = sessionStart({ started_at: startedAt });
@@ -341,7 +358,10 @@ describe('what a session keeps', () => {
     // Out of order on purpose: the latest timestamp wins, not the latest arrival.
     const batch = [event({ session_id: s.session_id, timestamp: plus(startedAt, HOUR).toISOString() }), event({ session_id: s.session_id, timestamp: latest })];
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ session_id: s.session_id, timestamp: plus(startedAt, 2 * HOUR).toISOString() })])).statusCode, 200);
+    assert.equal(
+      (await postEvents(t.app, tenant.ingestKey, [event({ session_id: s.session_id, timestamp: plus(startedAt, 2 * HOUR).toISOString() })])).statusCode,
+      200,
+    );
     assert.equal((await sessionRow(tenant.id, s.session_id as string))!.last_seen_at, latest);
 
     await runTimeouts(plus(latest, timeoutMs() - 60_000));
@@ -358,13 +378,19 @@ describe('what a session keeps', () => {
     const s = sessionStart({ started_at: startedAt });
     await start(tenant.ingestKey, s);
     const at = (hours: number) => plus(startedAt, hours * HOUR).toISOString();
-    for (const [hours, expected] of [[1, 1], [3, 3], [2, 3], [4, 4], [3, 4]] as const) {
+    for (const [hours, expected] of [
+      [1, 1],
+      [3, 3],
+      [2, 3],
+      [4, 4],
+      [3, 4],
+    ] as const) {
       assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ session_id: s.session_id, timestamp: at(hours) })])).statusCode, 200);
       assert.equal((await sessionRow(tenant.id, s.session_id as string))!.last_seen_at, at(expected), `after an event at +${hours} h`);
     }
   });
 
-  it('an event that arrived before its session\'s start still counts as a sign of life once the start arrives', async () => {
+  it("an event that arrived before its session's start still counts as a sign of life once the start arrives", async () => {
     const tenant = await tenantWithProduct(t.app);
     const startedAt = '2001-02-04T10:00:00.000Z';
     const s = sessionStart({ started_at: startedAt });
@@ -381,7 +407,12 @@ describe('what a session keeps', () => {
 describe('session validation', () => {
   it('strict mode on: a start with an unregistered version answers 422 UNREGISTERED_VERSION and creates no session', async () => {
     const tenant = await tenantWithProduct(t.app);
-    const reg = await t.app.inject({ method: 'POST', url: '/v1/version-registrations', headers: { authorization: `Bearer ${tenant.adminKey}` }, payload: { product: 'app', product_version: '1.0.0' } });
+    const reg = await t.app.inject({
+      method: 'POST',
+      url: '/v1/version-registrations',
+      headers: { authorization: `Bearer ${tenant.adminKey}` },
+      payload: { product: 'app', product_version: '1.0.0' },
+    });
     assert.equal(reg.statusCode, 201, reg.body);
     await strictOn(tenant.adminKey);
     const s = sessionStart({ product_version: '9.9.9' });
@@ -395,7 +426,15 @@ describe('session validation', () => {
     const tenant = await tenantWithProduct(t.app);
     await strictOn(tenant.adminKey);
     const sessionId = uuidv7();
-    const res = await end(tenant.ingestKey, { session_id: sessionId, ended_at: ENDED, end_reason: 'sdk_recovery', actor_id: 'a', product: 'app', product_version: '9.9.9', started_at: STARTED });
+    const res = await end(tenant.ingestKey, {
+      session_id: sessionId,
+      ended_at: ENDED,
+      end_reason: 'sdk_recovery',
+      actor_id: 'a',
+      product: 'app',
+      product_version: '9.9.9',
+      started_at: STARTED,
+    });
     assertProblem(res, 422, 'UNREGISTERED_VERSION');
     assert.equal(await sessionRow(tenant.id, sessionId), undefined);
   });
@@ -410,7 +449,15 @@ describe('session validation', () => {
     assert.deepEqual(ended.json(), { session_id: rest.session_id, status: 'ended' });
 
     const recovered = uuidv7();
-    const rec = await end(tenant.ingestKey, { session_id: recovered, ended_at: ENDED, end_reason: 'sdk_recovery', actor_id: 'a', source_app: 'app', source_version: '0.9.2', started_at: STARTED });
+    const rec = await end(tenant.ingestKey, {
+      session_id: recovered,
+      ended_at: ENDED,
+      end_reason: 'sdk_recovery',
+      actor_id: 'a',
+      source_app: 'app',
+      source_version: '0.9.2',
+      started_at: STARTED,
+    });
     assert.equal(rec.statusCode, 200, rec.body);
     assert.deepEqual(rec.json(), { session_id: recovered, status: 'ended' });
     assert.equal((await sessionRow(tenant.id, recovered))!.product_version, '0.9.2');
@@ -425,13 +472,26 @@ describe('session validation', () => {
       assertProblem(await start(tenant.ingestKey, l), 422, 'invalid_license_id');
     }
     assert.equal(await sessionCount(tenant.id), 0);
-    assert.equal((await start(tenant.ingestKey, sessionStart({ account_id: 'a'.repeat(256), license_id: '😀'.repeat(256) }))).statusCode, 200, '256 chars pass');
+    assert.equal(
+      (await start(tenant.ingestKey, sessionStart({ account_id: 'a'.repeat(256), license_id: '😀'.repeat(256) }))).statusCode,
+      200,
+      '256 chars pass',
+    );
   });
 
-  it('BAD-INPUTS 18: an invalid account_id in a recovery end\'s start context answers 422 invalid_account_id and creates nothing', async () => {
+  it("BAD-INPUTS 18: an invalid account_id in a recovery end's start context answers 422 invalid_account_id and creates nothing", async () => {
     const tenant = await tenantWithProduct(t.app);
     const sessionId = uuidv7();
-    const res = await end(tenant.ingestKey, { session_id: sessionId, ended_at: ENDED, end_reason: 'sdk_recovery', actor_id: 'a', product: 'app', product_version: '1.0.0', started_at: STARTED, account_id: '   ' });
+    const res = await end(tenant.ingestKey, {
+      session_id: sessionId,
+      ended_at: ENDED,
+      end_reason: 'sdk_recovery',
+      actor_id: 'a',
+      product: 'app',
+      product_version: '1.0.0',
+      started_at: STARTED,
+      account_id: '   ',
+    });
     assertProblem(res, 422, 'invalid_account_id');
     assert.equal(await sessionRow(tenant.id, sessionId), undefined);
   });
@@ -472,7 +532,10 @@ describe('session validation', () => {
       delete s[field];
       const res = await start(tenant.ingestKey, s);
       assert.equal(res.statusCode, 422, `${field}: ${res.body}`);
-      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${field}: ${res.body}`);
+      assert.ok(
+        res.json().errors.some((e: { field: string }) => e.field === field),
+        `${field}: ${res.body}`,
+      );
     }
     assert.equal((await deadLetters(tenant.adminKey, 'session')).length, 5);
   });
@@ -490,7 +553,7 @@ describe('session validation', () => {
 });
 
 describe('tenancy', () => {
-  it('tenant B ending tenant A\'s session gets 404 session_not_found, and A\'s session is unchanged', async () => {
+  it("tenant B ending tenant A's session gets 404 session_not_found, and A's session is unchanged", async () => {
     const a = await tenantWithProduct(t.app);
     const b = await tenantWithProduct(t.app);
     const s = sessionStart();

@@ -17,7 +17,11 @@ describe('graceful shutdown', () => {
     try {
       let server = await startServer(env);
       const post = (path: string, key: string, body: unknown) =>
-        fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        fetch(`${server.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
       const created = (await (await post('/admin/v1/tenants', ADMIN, { name: 'sigterm', plan: 'enterprise' })).json()) as Created;
       const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
@@ -29,7 +33,11 @@ describe('graceful shutdown', () => {
       const sender = async () => {
         while (!stop) {
           try {
-            const res = await post('/v1/events', admin, Array.from({ length: 100 }, () => event()));
+            const res = await post(
+              '/v1/events',
+              admin,
+              Array.from({ length: 100 }, () => event()),
+            );
             statuses.set(String(res.status), (statuses.get(String(res.status)) ?? 0) + 1);
             if (res.status === 200) acknowledged += ((await res.json()) as { accepted: number }).accepted;
             else await res.arrayBuffer();
@@ -53,7 +61,9 @@ describe('graceful shutdown', () => {
 
       server = await startServer(env);
       try {
-        const tenant = (await (await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { usage: { events: number } };
+        const tenant = (await (
+          await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })
+        ).json()) as { usage: { events: number } };
         // Every acknowledged event is stored; at most the four batches in flight when the process
         // closed may have committed without their answer reaching the client.
         assert.ok(tenant.usage.events >= acknowledged, `stored ${tenant.usage.events} < acknowledged ${acknowledged}`);

@@ -34,7 +34,10 @@ describe('npm start', () => {
       const deadline = Date.now() + 60_000;
       for (;;) {
         assert.equal(npm.exitCode, null, `npm start exited early: ${out}`);
-        const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+        const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (ok) break;
         assert.ok(Date.now() < deadline, `not ready in time: ${out}`);
         await new Promise((r) => setTimeout(r, 100));

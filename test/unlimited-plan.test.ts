@@ -46,7 +46,16 @@ describe('plan unlimited', () => {
 
   it('is never blocked: past any allotment, a year after cancellation, and an upgrade from a blocked starter accepts at once', async () => {
     const tenant = await tenantWithProduct(t.app, 'starter');
-    assert.equal((await postEvents(t.app, tenant.ingestKey, Array.from({ length: 6 }, () => event()))).statusCode, 200);
+    assert.equal(
+      (
+        await postEvents(
+          t.app,
+          tenant.ingestKey,
+          Array.from({ length: 6 }, () => event()),
+        )
+      ).statusCode,
+      200,
+    );
     now = new Date(now.getTime() + 80 * HOUR);
     assert.equal((await postEvents(t.app, tenant.ingestKey, [event()])).statusCode, 402, 'starter is blocked');
     assert.equal((await admin('PATCH', `/admin/v1/tenants/${tenant.id}`, { plan: 'unlimited' })).statusCode, 200);
@@ -54,7 +63,16 @@ describe('plan unlimited', () => {
 
     assert.equal((await admin('POST', `/admin/v1/tenants/${tenant.id}/subscription/cancel`)).statusCode, 200);
     now = new Date(now.getTime() + 365 * 24 * HOUR);
-    assert.equal((await postEvents(t.app, tenant.ingestKey, Array.from({ length: 20 }, () => event()))).statusCode, 200);
+    assert.equal(
+      (
+        await postEvents(
+          t.app,
+          tenant.ingestKey,
+          Array.from({ length: 20 }, () => event()),
+        )
+      ).statusCode,
+      200,
+    );
     const shown = (await admin('GET', `/admin/v1/tenants/${tenant.id}`)).json();
     assert.equal(shown.billing_state, 'accepting');
     assert.equal(shown.block_reason, null);

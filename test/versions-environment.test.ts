@@ -19,17 +19,48 @@ before(async () => {
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
   const register = (v: string, release_date: string) =>
-    t.app.inject({ method: 'POST', url: '/v1/version-registrations', headers: { authorization: `Bearer ${key}` }, payload: { product: 'app', product_version: v, release_date } });
+    t.app.inject({
+      method: 'POST',
+      url: '/v1/version-registrations',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { product: 'app', product_version: v, release_date },
+    });
   assert.equal((await register('1.0', '2026-05-01')).statusCode, 201);
   const v2 = await register('2.0', '2026-05-11');
   assert.equal(v2.statusCode, 201);
-  const e = (actor: string, v: string, timestamp: string, account?: string) => event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
-  assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u1', '1.0', '2026-05-10T10:00:00Z', 'A'), e('u1', '2.0', '2026-05-12T10:00:00Z', 'A')], env({ os_name: 'Windows' }))).statusCode, 200);
-  assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u2', '1.0', '2026-05-10T11:00:00Z', 'B'), e('u2', '1.0', '2026-05-12T11:00:00Z', 'B')], env({ os_name: 'macOS' }))).statusCode, 200);
+  const e = (actor: string, v: string, timestamp: string, account?: string) =>
+    event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
+  assert.equal(
+    (
+      await postEvents(
+        t.app,
+        tenant.ingestKey,
+        [e('u1', '1.0', '2026-05-10T10:00:00Z', 'A'), e('u1', '2.0', '2026-05-12T10:00:00Z', 'A')],
+        env({ os_name: 'Windows' }),
+      )
+    ).statusCode,
+    200,
+  );
+  assert.equal(
+    (
+      await postEvents(
+        t.app,
+        tenant.ingestKey,
+        [e('u2', '1.0', '2026-05-10T11:00:00Z', 'B'), e('u2', '1.0', '2026-05-12T11:00:00Z', 'B')],
+        env({ os_name: 'macOS' }),
+      )
+    ).statusCode,
+    200,
+  );
   assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u3', '2.0', '2026-05-11T09:00:00Z')])).statusCode, 200);
   const versions = (await get(t.app, key, `/v1/products/${tenant.productId}/versions`)).json().data as { id: string; product_version: string }[];
   const v1 = versions.find((v) => v.product_version === '1.0')!;
-  const patch = await t.app.inject({ method: 'PATCH', url: `/v1/products/${tenant.productId}/versions/${v1.id}`, headers: { authorization: `Bearer ${key}` }, payload: { status: 'archived' } });
+  const patch = await t.app.inject({
+    method: 'PATCH',
+    url: `/v1/products/${tenant.productId}/versions/${v1.id}`,
+    headers: { authorization: `Bearer ${key}` },
+    payload: { status: 'archived' },
+  });
   assert.equal(patch.statusCode, 200, patch.body);
   const jobs = startJobs(t.db, [rollupJob(60)], silent);
   assert.equal(await jobs.runOnce('rollups'), true);
@@ -92,7 +123,14 @@ describe('GET /v1/environment/{field}', () => {
     const body = await ok(`/v1/environment/os?${RANGE}`);
     const rows = body.data.map((r: { value: string | null; actors: number; actor_share: number }) => [r.value, r.actors, r.actor_share]);
     // u1 Windows, u2 macOS, u3 sent none: a third each.
-    assert.deepEqual(rows.sort(), [['Windows', 1, 33.3333], ['macOS', 1, 33.3333], [null, 1, 33.3333]].sort());
+    assert.deepEqual(
+      rows.sort(),
+      [
+        ['Windows', 1, 33.3333],
+        ['macOS', 1, 33.3333],
+        [null, 1, 33.3333],
+      ].sort(),
+    );
     const top = await ok(`/v1/environment/os?${RANGE}&limit=1`);
     assert.deepEqual(top.data.at(-1), { value: null, other: true, actors: 2, sessions: 0, actor_share: 66.6667 });
     const other = await createTenant(t.app, 'business');

@@ -45,7 +45,10 @@ describe('POST /v1/version-registrations', () => {
       const res = await register(tenant.adminKey, body);
       assert.equal(res.statusCode, 400, JSON.stringify(body));
       assert.equal(res.json().code, 'validation_error');
-      assert.ok(res.json().errors.some((e: { field: string }) => e.field === field), `${JSON.stringify(body)} → ${res.body}`);
+      assert.ok(
+        res.json().errors.some((e: { field: string }) => e.field === field),
+        `${JSON.stringify(body)} → ${res.body}`,
+      );
     }
     assert.equal((await register(tenant.adminKey, { product: 'app', product_version: 'é'.repeat(128) })).statusCode, 201);
   });

@@ -27,7 +27,12 @@ function exception(overrides: Record<string, unknown> = {}): Record<string, unkn
 }
 
 const sendException = (key: string, body: object) =>
-  t.app.inject({ method: 'POST', url: '/v1/events/exceptions', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/events/exceptions',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
 
 /** The body as a strict parser sees it: UTF-8 that decodes, JSON that parses, no lone surrogate escaped in it. */
 function strictJson(raw: Buffer): unknown {
@@ -86,7 +91,11 @@ describe("item 9: client libraries' own frames are not application frames", () =
     const v2 = fingerprint({ exceptionType: 'std::runtime_error', stackTrace: [...beacon('2'), ...app].join('\n') });
     assert.equal(v1, plain);
     assert.equal(v2, plain);
-    assert.deepEqual(topFrames([...beacon('1'), ...app].join('\n')), ['orders::OrderService::submit (orderd)', 'orders::Checkout::run (orderd)', 'main (orderd)']);
+    assert.deepEqual(topFrames([...beacon('1'), ...app].join('\n')), [
+      'orders::OrderService::submit (orderd)',
+      'orders::Checkout::run (orderd)',
+      'main (orderd)',
+    ]);
   });
 
   it('JavaScript and .NET client frames count as library code, like node_modules', () => {
@@ -119,7 +128,10 @@ describe('item 10: query strings and secrets are scrubbed before storing', () =>
     const e = exception({
       message: `request to https://api.example/v1?token=${key} failed`,
       stack_trace: trace,
-      breadcrumbs: [{ category: 'navigation', data: { from: `https://shop.example/login?password=hunter2`, to: '/cart' } }, { category: 'http', data: { authorization: 'Bearer abcdefghijklmnop', status: 401 } }],
+      breadcrumbs: [
+        { category: 'navigation', data: { from: `https://shop.example/login?password=hunter2`, to: '/cart' } },
+        { category: 'http', data: { authorization: 'Bearer abcdefghijklmnop', status: 401 } },
+      ],
       environment_context: { url: 'https://shop.example/cart?session=abc', os: 'linux' },
     });
     const res = await sendException(tenant.ingestKey, e);
@@ -128,7 +140,10 @@ describe('item 10: query strings and secrets are scrubbed before storing', () =>
     const list = await get(t.app, tenant.adminKey, '/v1/exceptions');
     assert.equal(list.statusCode, 200);
     for (const secret of [key, 'hunter2', 'abcdefghijklmnop', 'session=abc']) assert.ok(!list.body.includes(secret), `${secret} came back`);
-    const [row] = await t.db.query<Record<string, unknown>>('SELECT message, stack_trace, breadcrumbs, environment_context FROM exceptions WHERE tenant_id = $1', [tenant.id]);
+    const [row] = await t.db.query<Record<string, unknown>>(
+      'SELECT message, stack_trace, breadcrumbs, environment_context FROM exceptions WHERE tenant_id = $1',
+      [tenant.id],
+    );
     const stored = JSON.stringify(row);
     for (const secret of [key, 'hunter2', 'abcdefghijklmnop', 'session=abc']) assert.ok(!stored.includes(secret), `${secret} was stored`);
     assert.deepEqual((row!.breadcrumbs as { data: unknown }[])[1]!.data, { authorization: FILTERED, status: 401 });

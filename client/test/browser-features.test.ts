@@ -44,7 +44,11 @@ interface ViewRow {
 }
 
 async function views(tenantId: string): Promise<ViewRow[]> {
-  return rows<ViewRow>(api.t.db, "SELECT event_id::text AS event_id, actor_id, properties FROM events WHERE tenant_id = $1 AND category = 'page' ORDER BY event_id", [tenantId]);
+  return rows<ViewRow>(
+    api.t.db,
+    "SELECT event_id::text AS event_id, actor_id, properties FROM events WHERE tenant_id = $1 AND category = 'page' ORDER BY event_id",
+    [tenantId],
+  );
 }
 
 describe('client in a browser: page views, errors, consent and filters (headless Chromium)', { skip }, () => {
@@ -100,7 +104,11 @@ describe('client in a browser: page views, errors, consent and filters (headless
       },
       { apiKey: tn.ingestKey, endpoint: api.url },
     );
-    const xs = await rows<{ exception_type: string; message: string; severity: string }>(api.t.db, 'SELECT exception_type, message, severity FROM exceptions WHERE tenant_id = $1 ORDER BY exception_type', [tn.id]);
+    const xs = await rows<{ exception_type: string; message: string; severity: string }>(
+      api.t.db,
+      'SELECT exception_type, message, severity FROM exceptions WHERE tenant_id = $1 ORDER BY exception_type',
+      [tn.id],
+    );
     assert.deepEqual(xs, [
       { exception_type: 'RangeError', message: 'thrown in the page', severity: 'non_fatal' },
       { exception_type: 'TypeError', message: 'rejected in the page', severity: 'non_fatal' },
@@ -180,7 +188,15 @@ describe('client in a browser: page views, errors, consent and filters (headless
         const anonymous = client.actorId;
         tally.identify('browser-user', { plan: 'pro', seats: 2 });
         await client.flush();
-        const sampled = tally.createClient({ apiKey: a.apiKey, endpoint: a.endpoint, product: 'app', productVersion: '2.0.0', sampleRate: 0, storage: 'memory', autoSession: false });
+        const sampled = tally.createClient({
+          apiKey: a.apiKey,
+          endpoint: a.endpoint,
+          product: 'app',
+          productVersion: '2.0.0',
+          sampleRate: 0,
+          storage: 'memory',
+          autoSession: false,
+        });
         const none = sampled.track('ui', 'sampled-out') ?? null;
         return { a1, dropped, other, none, actor: anonymous };
       },
@@ -208,9 +224,18 @@ describe('client in a browser: page views, errors, consent and filters (headless
     );
     assert.deepEqual(link, { anonymous_actor_id: ids.actor, traits: { plan: 'pro', seats: 2 } }, 'identify with traits from the page');
     await waitFor('the debug lines', () => logs.some((l) => l.includes('POST /v1/events')));
-    assert.ok(logs.some((l) => l.startsWith('[tally] queued event ui/kept')), logs.join('\n'));
-    assert.ok(logs.some((l) => l === '[tally] not queued: event ui/drop-me: beforeSend returned null'), logs.join('\n'));
-    assert.ok(logs.some((l) => /^\[tally\] POST \/v1\/events \(2 event\(s\), with X-Environment-Data\): 200/.test(l)), logs.join('\n'));
+    assert.ok(
+      logs.some((l) => l.startsWith('[tally] queued event ui/kept')),
+      logs.join('\n'),
+    );
+    assert.ok(
+      logs.some((l) => l === '[tally] not queued: event ui/drop-me: beforeSend returned null'),
+      logs.join('\n'),
+    );
+    assert.ok(
+      logs.some((l) => /^\[tally\] POST \/v1\/events \(2 event\(s\), with X-Environment-Data\): 200/.test(l)),
+      logs.join('\n'),
+    );
     await page.close();
   });
 });

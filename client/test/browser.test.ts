@@ -38,7 +38,16 @@ before(async () => {
   browser = await chromium.launchPersistentContext(join(work, 'profile'), {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -139,13 +148,16 @@ describe('client in a browser (headless Chromium)', { skip }, () => {
     const page = await openPage();
     const reloaded = page.waitForEvent('load');
     await page
-      .evaluate(async (a) => {
-        const tally = await import('/tally.js' as string);
-        const client = tally.init({ apiKey: a.apiKey, endpoint: 'http://127.0.0.1:9', product: 'app', productVersion: '2.0.0', flushAt: 1000 });
-        const tracked = Array.from({ length: 50 }, (_, i) => client.track('page', 'leaving', { i }) as string);
-        sessionStorage.setItem('tracked', JSON.stringify(tracked));
-        location.reload(); // no flush, no await: the page goes away with writes in flight
-      }, { apiKey: tn.ingestKey })
+      .evaluate(
+        async (a) => {
+          const tally = await import('/tally.js' as string);
+          const client = tally.init({ apiKey: a.apiKey, endpoint: 'http://127.0.0.1:9', product: 'app', productVersion: '2.0.0', flushAt: 1000 });
+          const tracked = Array.from({ length: 50 }, (_, i) => client.track('page', 'leaving', { i }) as string);
+          sessionStorage.setItem('tracked', JSON.stringify(tracked));
+          location.reload(); // no flush, no await: the page goes away with writes in flight
+        },
+        { apiKey: tn.ingestKey },
+      )
       .catch(() => undefined); // the navigation may destroy the context before evaluate returns
     await reloaded;
     const ids = JSON.parse((await page.evaluate(() => sessionStorage.getItem('tracked')))!) as string[];

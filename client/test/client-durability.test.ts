@@ -104,7 +104,15 @@ async function runApp(env: Record<string, string>): Promise<Run> {
     if (Date.now() - started > 30_000) throw new Error(`the app did not start: ${err}`);
     await sleep(20);
   }
-  return { events, get session() { return session; }, out: () => out + err, exited, kill: () => child.kill('SIGKILL') };
+  return {
+    events,
+    get session() {
+      return session;
+    },
+    out: () => out + err,
+    exited,
+    kill: () => child.kill('SIGKILL'),
+  };
 }
 
 describe('client: nothing queued is lost', () => {
@@ -139,7 +147,10 @@ describe('client: nothing queued is lost', () => {
     const stored = await storedEventIds(db, tn.id);
     assert.equal(stored.length, ids.length, 'stored exactly once');
     assert.deepEqual(stored.sort(), [...ids].sort());
-    assert.ok(rec.log.some((r) => r.status === 'error'), 'the outage was seen as network errors');
+    assert.ok(
+      rec.log.some((r) => r.status === 'error'),
+      'the outage was seen as network errors',
+    );
     const [s] = await sessions(db, tn.id);
     assert.equal(s!.end_reason, 'normal');
   });
@@ -183,7 +194,11 @@ describe('client: nothing queued is lost', () => {
     const second = await runApp({ ...env, TALLY_ENDPOINT: server.url, MODE: 'flush' });
     assert.equal(await second.exited, 0, second.out());
     assert.deepEqual((await storedEventIds(db, tn.id)).sort(), [...first.events].sort());
-    const [x] = await rows<{ exception_type: string; severity: string; session_id: string }>(db, 'SELECT exception_type, severity, session_id FROM exceptions WHERE tenant_id = $1', [tn.id]);
+    const [x] = await rows<{ exception_type: string; severity: string; session_id: string }>(
+      db,
+      'SELECT exception_type, severity, session_id FROM exceptions WHERE tenant_id = $1',
+      [tn.id],
+    );
     assert.deepEqual(x, { exception_type: 'TypeError', severity: 'fatal', session_id: first.session });
     const orphan = (await sessions(db, tn.id)).find((s) => s.session_id === first.session)!;
     assert.equal(orphan.end_reason, 'sdk_recovery', 'its start never reached the server: created from the recovery context');
@@ -197,7 +212,10 @@ describe('client: nothing queued is lost', () => {
     const natural = await runApp({ ...env, MODE: 'natural' });
     assert.equal(await natural.exited, 0, natural.out());
     const stored = new Set(await storedEventIds(db, tn.id));
-    assert.ok([...natural.events, ...exiting.events].every((id) => stored.has(id)), 'both processes\' events are stored');
+    assert.ok(
+      [...natural.events, ...exiting.events].every((id) => stored.has(id)),
+      "both processes' events are stored",
+    );
     const byId = await sessions(db, tn.id);
     assert.deepEqual(
       [exiting.session, natural.session].map((id) => byId.find((s) => s.session_id === id)?.end_reason),

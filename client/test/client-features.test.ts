@@ -23,7 +23,17 @@ const tempDir = () => {
 };
 
 function options(apiKey: string, extra: Partial<NodeOptions> = {}): NodeOptions {
-  return { apiKey, endpoint: server.url, product: 'app', productVersion: '1.0.0', storage: 'memory', handleExit: false, captureUncaught: false, logger: false, ...extra };
+  return {
+    apiKey,
+    endpoint: server.url,
+    product: 'app',
+    productVersion: '1.0.0',
+    storage: 'memory',
+    handleExit: false,
+    captureUncaught: false,
+    logger: false,
+    ...extra,
+  };
 }
 
 interface EventRow {
@@ -77,12 +87,19 @@ describe('client: server-side mode', () => {
     bob.endSession({ sessionId: session });
     await client.flush();
     const byId = new Map((await events(tn.id)).map((e) => [e.event_id, e]));
-    assert.deepEqual([byId.get(direct!)!.actor_id, byId.get(direct!)!.account_id, byId.get(direct!)!.license_id, byId.get(direct!)!.session_id], ['user-a', 'acme', 'L1', null]);
+    assert.deepEqual(
+      [byId.get(direct!)!.actor_id, byId.get(direct!)!.account_id, byId.get(direct!)!.license_id, byId.get(direct!)!.session_id],
+      ['user-a', 'acme', 'L1', null],
+    );
     assert.deepEqual([byId.get(scoped!)!.actor_id, byId.get(scoped!)!.account_id, byId.get(scoped!)!.session_id], ['user-b', 'globex', session]);
     assert.deepEqual([byId.get(c!)!.actor_id, byId.get(c!)!.account_id], ['user-c', 'acme']);
     assert.deepEqual([byId.get(d!)!.actor_id, byId.get(d!)!.account_id], ['user-d', 'initech']);
     assert.equal(byId.size, 4);
-    assert.deepEqual(await rows(server.t.db, 'SELECT actor_id FROM environments WHERE tenant_id = $1', [tn.id]), [], "no X-Environment-Data: the process's runtime is not the users' environment");
+    assert.deepEqual(
+      await rows(server.t.db, 'SELECT actor_id FROM environments WHERE tenant_id = $1', [tn.id]),
+      [],
+      "no X-Environment-Data: the process's runtime is not the users' environment",
+    );
     const [s] = await sessions(server.t.db, tn.id);
     assert.deepEqual([s!.session_id, s!.actor_id, s!.account_id, s!.end_reason], [session, 'user-b', 'globex', 'normal']);
     assert.deepEqual(
@@ -96,7 +113,11 @@ describe('client: server-side mode', () => {
     client.captureException(new Error('background job failed'));
     bob.captureException(new Error('request failed'));
     await client.flush();
-    const xs = await rows<{ actor_id: string; account_id: string | null; breadcrumbs: unknown }>(server.t.db, 'SELECT actor_id, account_id, breadcrumbs FROM exceptions WHERE tenant_id = $1 ORDER BY actor_id', [tn.id]);
+    const xs = await rows<{ actor_id: string; account_id: string | null; breadcrumbs: unknown }>(
+      server.t.db,
+      'SELECT actor_id, account_id, breadcrumbs FROM exceptions WHERE tenant_id = $1 ORDER BY actor_id',
+      [tn.id],
+    );
     assert.deepEqual(xs, [
       { actor_id: 'server', account_id: null, breadcrumbs: null },
       { actor_id: 'user-b', account_id: 'globex', breadcrumbs: null }, // no other user's calls in it
@@ -114,7 +135,11 @@ describe('client: server-side mode', () => {
     client.identify('user-10', { plan: 'trial' }); // no anonymous actor: a self-link that only sets traits
     client.track('web', 'dashboard', {}, { actorId: 'user-10', accountId: 'acme' });
     await client.flush();
-    const links = await rows<{ anonymous_actor_id: string; identified_actor_id: string }>(server.t.db, 'SELECT anonymous_actor_id, identified_actor_id FROM actor_links WHERE tenant_id = $1 ORDER BY 1', [tn.id]);
+    const links = await rows<{ anonymous_actor_id: string; identified_actor_id: string }>(
+      server.t.db,
+      'SELECT anonymous_actor_id, identified_actor_id FROM actor_links WHERE tenant_id = $1 ORDER BY 1',
+      [tn.id],
+    );
     assert.deepEqual(links, [
       { anonymous_actor_id: 'anon-visitor', identified_actor_id: 'user-9' },
       { anonymous_actor_id: 'user-10', identified_actor_id: 'user-10' },
@@ -144,7 +169,10 @@ describe('client: user data, consent and filters', () => {
     await client.flush();
     const actors = await accountActors(tn.adminKey, 'acme');
     assert.equal(actors.length, 2, JSON.stringify(actors));
-    assert.ok(actors.every((a) => JSON.stringify(a.traits) === JSON.stringify({ name: 'Ada', plan: 'business' })), JSON.stringify(actors));
+    assert.ok(
+      actors.every((a) => JSON.stringify(a.traits) === JSON.stringify({ name: 'Ada', plan: 'business' })),
+      JSON.stringify(actors),
+    );
     await client.shutdown();
   });
 
@@ -252,7 +280,9 @@ describe('client: user data, consent and filters', () => {
     const rec = recordingFetch();
     const hooks = process.listenerCount('beforeExit');
     const dir = join(tempDir(), 'never-made');
-    const client = createClient(options(tn.ingestKey, { disabled: true, storage: undefined, queueDir: dir, fetch: rec.fetch, handleExit: true, captureUncaught: true }));
+    const client = createClient(
+      options(tn.ingestKey, { disabled: true, storage: undefined, queueDir: dir, fetch: rec.fetch, handleExit: true, captureUncaught: true }),
+    );
     assert.equal(client.track('ui', 'x'), undefined);
     client.identify('u');
     client.captureException(new Error('x'));
@@ -292,10 +322,22 @@ describe('client: user data, consent and filters', () => {
       issues.map((i) => i.reason),
       ['before_send_failed', 'invalid_event'],
     );
-    assert.ok(logs.some((m) => m.startsWith('queued event ui/signup')), logs.join('\n'));
-    assert.ok(logs.some((m) => m === 'not queued: event ui/secret: beforeSend returned null'), logs.join('\n'));
-    assert.ok(logs.some((m) => /^POST \/v1\/events \(1 event\(s\), with X-Environment-Data\): 200$/.test(m)), logs.join('\n'));
-    assert.ok(logs.some((m) => m.startsWith('POST /v1/events/sessions: 200')), logs.join('\n'));
+    assert.ok(
+      logs.some((m) => m.startsWith('queued event ui/signup')),
+      logs.join('\n'),
+    );
+    assert.ok(
+      logs.some((m) => m === 'not queued: event ui/secret: beforeSend returned null'),
+      logs.join('\n'),
+    );
+    assert.ok(
+      logs.some((m) => /^POST \/v1\/events \(1 event\(s\), with X-Environment-Data\): 200$/.test(m)),
+      logs.join('\n'),
+    );
+    assert.ok(
+      logs.some((m) => m.startsWith('POST /v1/events/sessions: 200')),
+      logs.join('\n'),
+    );
     await client.shutdown();
 
     const sampled = createClient(options(tn.ingestKey, { sampleRate: 0.25, autoSession: false, flushAt: 1000 }));
@@ -310,16 +352,25 @@ describe('client: user data, consent and filters', () => {
     assert.throws(() => createClient(options(tn.ingestKey, { sampleRate: 1.5 })), /sampleRate/);
   });
 
-  it('page() in Node: the URL given, without its query string, its path, and the previous page as referrer (never another user\'s in server mode)', async () => {
+  it("page() in Node: the URL given, without its query string, its path, and the previous page as referrer (never another user's in server mode)", async () => {
     const tn = await tenant(server);
     const client = createClient(options(tn.ingestKey, { autoSession: false }));
-    const a = client.page({ section: 'docs' }, { url: 'https://example.com/docs/start?token=secret#intro', title: 'Start', referrer: 'https://search.example/?q=tally' });
+    const a = client.page(
+      { section: 'docs' },
+      { url: 'https://example.com/docs/start?token=secret#intro', title: 'Start', referrer: 'https://search.example/?q=tally' },
+    );
     const b = client.page(undefined, { url: 'https://example.com/docs/next?x=1' });
     assert.equal(client.page(), undefined, 'outside a browser page() needs a url');
     await client.flush();
     const byId = new Map((await events(tn.id)).map((e) => [e.event_id, e]));
     assert.equal(byId.get(a!)!.name, 'view');
-    assert.deepEqual(byId.get(a!)!.properties, { url: 'https://example.com/docs/start', path: '/docs/start', title: 'Start', referrer: 'https://search.example/', section: 'docs' });
+    assert.deepEqual(byId.get(a!)!.properties, {
+      url: 'https://example.com/docs/start',
+      path: '/docs/start',
+      title: 'Start',
+      referrer: 'https://search.example/',
+      section: 'docs',
+    });
     assert.deepEqual(byId.get(b!)!.properties, { url: 'https://example.com/docs/next', path: '/docs/next', referrer: 'https://example.com/docs/start' });
     await client.shutdown();
     // Server mode: the previous page view was another user's, so it is never the referrer.
@@ -327,7 +378,10 @@ describe('client: user data, consent and filters', () => {
     server_.page(undefined, { actorId: 'user-a', url: 'https://example.com/private/report-1' });
     const c = server_.page(undefined, { actorId: 'user-b', url: 'https://example.com/pricing' });
     await server_.shutdown();
-    const [row] = await rows<{ properties: Record<string, unknown> }>(server.t.db, 'SELECT properties FROM events WHERE tenant_id = $1 AND event_id = $2', [tn.id, c]);
+    const [row] = await rows<{ properties: Record<string, unknown> }>(server.t.db, 'SELECT properties FROM events WHERE tenant_id = $1 AND event_id = $2', [
+      tn.id,
+      c,
+    ]);
     assert.deepEqual(row!.properties, { url: 'https://example.com/pricing', path: '/pricing' });
   });
 });

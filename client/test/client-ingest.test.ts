@@ -11,7 +11,17 @@ before(async () => (server = await startServer()));
 after(async () => server.close());
 
 function options(apiKey: string, extra: Partial<TallyOptions> = {}): TallyOptions {
-  return { apiKey, endpoint: server.url, product: 'app', productVersion: '1.0.0', storage: 'memory', handleExit: false, captureUncaught: false, logger: false, ...extra };
+  return {
+    apiKey,
+    endpoint: server.url,
+    product: 'app',
+    productVersion: '1.0.0',
+    storage: 'memory',
+    handleExit: false,
+    captureUncaught: false,
+    logger: false,
+    ...extra,
+  };
 }
 
 describe('client: records land in the server', () => {
@@ -22,7 +32,10 @@ describe('client: records land in the server', () => {
     client.setAccount('acct-1');
     client.setLicense('lic-1');
     const ids = Array.from({ length: 45 }, (_, i) => client.track('ui', 'click', { i, label: `button ${i}`, ok: true })!);
-    assert.ok(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)), 'UUIDv7 event ids');
+    assert.ok(
+      ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)),
+      'UUIDv7 event ids',
+    );
     assert.deepEqual([...ids].sort(), ids, 'ids sort in the order they were made');
     const result = await client.flush();
     assert.deepEqual(result, { delivered: true, remaining: 0 });
@@ -54,7 +67,10 @@ describe('client: records land in the server', () => {
       rec.log.filter((r) => r.path === '/v1/events').map((r) => r.env),
       [true, false],
     );
-    const [env] = await rows<{ data: Record<string, unknown> }>(server.t.db, 'SELECT data FROM environments WHERE tenant_id = $1 AND actor_id = $2', [tn.id, client.actorId]);
+    const [env] = await rows<{ data: Record<string, unknown> }>(server.t.db, 'SELECT data FROM environments WHERE tenant_id = $1 AND actor_id = $2', [
+      tn.id,
+      client.actorId,
+    ]);
     assert.equal(env!.data.sdk, '@tally/client');
     assert.equal(env!.data.runtime_name, 'node');
     assert.equal(env!.data.app_version, '1.0.0');
@@ -93,7 +109,15 @@ describe('client: records land in the server', () => {
     const id = client.captureException(err, { severity: 'fatal' });
     client.captureException('a plain string was thrown');
     await client.flush();
-    const [x] = await rows<{ exception_type: string; severity: string; message: string; stack_trace: string; breadcrumbs: { type: string; message: string }[]; session_id: string; environment_context: Record<string, unknown> }>(
+    const [x] = await rows<{
+      exception_type: string;
+      severity: string;
+      message: string;
+      stack_trace: string;
+      breadcrumbs: { type: string; message: string }[];
+      session_id: string;
+      environment_context: Record<string, unknown>;
+    }>(
       server.t.db,
       'SELECT exception_type, severity, message, stack_trace, breadcrumbs, session_id, environment_context FROM exceptions WHERE tenant_id = $1 AND exception_id = $2',
       [tn.id, id],
@@ -109,7 +133,11 @@ describe('client: records land in the server', () => {
     );
     assert.equal(x!.session_id, client.sessionId);
     assert.equal(x!.environment_context.sdk, '@tally/client');
-    const all = await rows<{ exception_type: string; severity: string; message: string }>(server.t.db, 'SELECT exception_type, severity, message FROM exceptions WHERE tenant_id = $1 ORDER BY occurred_at', [tn.id]);
+    const all = await rows<{ exception_type: string; severity: string; message: string }>(
+      server.t.db,
+      'SELECT exception_type, severity, message FROM exceptions WHERE tenant_id = $1 ORDER BY occurred_at',
+      [tn.id],
+    );
     assert.deepEqual(all[1], { exception_type: 'Error', severity: 'non_fatal', message: 'a plain string was thrown' });
     await client.shutdown();
   });

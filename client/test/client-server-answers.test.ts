@@ -43,10 +43,21 @@ after(async () => {
 });
 
 function options(apiKey: string, extra: Partial<TallyOptions> = {}): TallyOptions {
-  return { apiKey, endpoint: server.url, product: 'app', productVersion: '1.0.0', storage: 'memory', handleExit: false, captureUncaught: false, logger: false, ...extra };
+  return {
+    apiKey,
+    endpoint: server.url,
+    product: 'app',
+    productVersion: '1.0.0',
+    storage: 'memory',
+    handleExit: false,
+    captureUncaught: false,
+    logger: false,
+    ...extra,
+  };
 }
 
-const inject = (method: 'PUT' | 'PATCH', url: string, key: string, payload: object) => server.t.app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, payload });
+const inject = (method: 'PUT' | 'PATCH', url: string, key: string, payload: object) =>
+  server.t.app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, payload });
 
 describe('client: the server says no', () => {
   it('429: waits Retry-After before sending events again, and delivers every event once', async () => {
@@ -61,7 +72,11 @@ describe('client: the server says no', () => {
     const next = batches[limited + 1]!;
     assert.ok(next.at - batches[limited]!.at >= 900, `waited ${next.at - batches[limited]!.at} ms after the 429 (Retry-After ≥ 1 s)`);
     assert.equal(next.status, 200, 'the retry after Retry-After is accepted');
-    assert.equal(batches.filter((b) => b.status === 200).reduce((n, b) => n + b.events!, 0), 20, 'accepted events were never sent again');
+    assert.equal(
+      batches.filter((b) => b.status === 200).reduce((n, b) => n + b.events!, 0),
+      20,
+      'accepted events were never sent again',
+    );
     assert.deepEqual((await storedEventIds(server.t.db, tn.id)).sort(), ids.sort());
     await client.shutdown();
   });
@@ -72,7 +87,14 @@ describe('client: the server says no', () => {
     dirs.push(dir);
     const rec = recordingFetch();
     const issues: TallyIssue[] = [];
-    const opts = (): TallyOptions => options(tn.ingestKey, { storage: new FileStorage({ dir }), fetch: rec.fetch, flushAt: 1, billingProbe: { baseDelayMs: 400, maxDelayMs: 800 }, onError: (i) => issues.push(i) });
+    const opts = (): TallyOptions =>
+      options(tn.ingestKey, {
+        storage: new FileStorage({ dir }),
+        fetch: rec.fetch,
+        flushAt: 1,
+        billingProbe: { baseDelayMs: 400, maxDelayMs: 800 },
+        onError: (i) => issues.push(i),
+      });
     const first = createClient(opts());
     const ids = [0, 1, 2].map((i) => first.track('ui', 'paid', { i })!);
     await first.flush();
@@ -80,7 +102,10 @@ describe('client: the server says no', () => {
     for (let i = 3; i < 8; i++) ids.push(first.track('ui', 'blocked', { i })!);
     await first.flush();
     assert.equal(first.stats().parked, true);
-    assert.deepEqual(issues.filter((i) => i.code === 'billing_blocked').map((i) => i.reason), ['quota_exhausted']);
+    assert.deepEqual(
+      issues.filter((i) => i.code === 'billing_blocked').map((i) => i.reason),
+      ['quota_exhausted'],
+    );
     const parked = await first.shutdown({ timeoutMs: 300 });
     assert.equal(parked.delivered, false, 'nothing was dropped; the queue stays on disk');
 
@@ -90,10 +115,18 @@ describe('client: the server says no', () => {
     await new Promise((r) => setTimeout(r, 1500));
     const probes = rec.log.slice(since).filter((r) => r.status === 402);
     assert.ok(probes.length >= 1 && probes.length <= 5, `probes in 1.5 s: ${probes.length}`);
-    assert.ok(probes.every((p) => p.events === undefined || p.events === 1), 'a probe carries one event');
+    assert.ok(
+      probes.every((p) => p.events === undefined || p.events === 1),
+      'a probe carries one event',
+    );
     assert.equal((await storedEventIds(server.t.db, tn.id)).length, 3);
 
-    const upgraded = await server.t.app.inject({ method: 'PATCH', url: `/admin/v1/tenants/${tn.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { plan: 'pro' } });
+    const upgraded = await server.t.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/tenants/${tn.id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { plan: 'pro' },
+    });
     assert.equal(upgraded.statusCode, 200, upgraded.body);
     await waitFor('the parked events', async () => (await storedEventIds(server.t.db, tn.id)).length === 8, 10_000);
     assert.deepEqual((await storedEventIds(server.t.db, tn.id)).sort(), ids.sort());
@@ -102,14 +135,19 @@ describe('client: the server says no', () => {
     await second.shutdown();
     const ended = await sessions(server.t.db, tn.id);
     assert.equal(ended.length, 2);
-    assert.ok(ended.every((s) => s.end_reason === 'normal'), 'the first process\'s session end waited on disk too');
+    assert.ok(
+      ended.every((s) => s.end_reason === 'normal'),
+      "the first process's session end waited on disk too",
+    );
   });
 
   it('413: halves the batch until the server takes it, and sends each event once', async () => {
     const tn = await tenant(server);
     const rec = recordingFetch();
     // A client told the server takes 4 MiB: the real server's 1 MiB limit answers 413.
-    const client = createClient(options(tn.ingestKey, { fetch: rec.fetch, flushAt: 10_000, maxBatchBytes: 4 * 1024 * 1024, maxQueueBytes: 16 * 1024 * 1024, autoSession: false }));
+    const client = createClient(
+      options(tn.ingestKey, { fetch: rec.fetch, flushAt: 10_000, maxBatchBytes: 4 * 1024 * 1024, maxQueueBytes: 16 * 1024 * 1024, autoSession: false }),
+    );
     const props = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`p${i}`, 'x'.repeat(250)]));
     const ids = Array.from({ length: 1000 }, () => client.track('bulk', 'row', props)!);
     const result = await client.flush();
@@ -120,7 +158,10 @@ describe('client: the server says no', () => {
       [413, 500],
       [200, 250],
     ]);
-    assert.equal(statuses.filter(([s]) => s === 200).reduce((n, [, e]) => n + (e as number), 0), 1000);
+    assert.equal(
+      statuses.filter(([s]) => s === 200).reduce((n, [, e]) => n + (e as number), 0),
+      1000,
+    );
     assert.deepEqual((await storedEventIds(server.t.db, tn.id)).sort(), ids.sort());
     await client.shutdown();
   });
@@ -137,9 +178,16 @@ describe('client: the server says no', () => {
     client.track('debug', 'y');
     assert.deepEqual(await client.flush(), { delivered: true, remaining: 0 });
     await client.flush();
-    assert.deepEqual(rec.log.map((r) => [r.path, r.status]), [['/v1/events', 207]], 'one request, never resent');
+    assert.deepEqual(
+      rec.log.map((r) => [r.path, r.status]),
+      [['/v1/events', 207]],
+      'one request, never resent',
+    );
     assert.deepEqual((await storedEventIds(server.t.db, tn.id)).sort(), good.sort());
-    assert.deepEqual(issues.map((i) => [i.code, i.reason, i.count]), [['rejected', 'ALLOWLIST_REJECTED', 2]]);
+    assert.deepEqual(
+      issues.map((i) => [i.code, i.reason, i.count]),
+      [['rejected', 'ALLOWLIST_REJECTED', 2]],
+    );
     assert.equal(client.stats().rejected, 2);
     assert.equal(client.stats().accepted, 3);
     await client.shutdown();
@@ -185,7 +233,9 @@ describe('client: the server says no', () => {
       let tn: Awaited<ReturnType<typeof tenant>> | undefined;
       await waitFor('the guard to calm down after start-up', async () => (tn = await tenant(busy).catch(() => undefined)) !== undefined);
       const rec = recordingFetch();
-      const client = createClient(options(tn!.ingestKey, { endpoint: busy.url, fetch: rec.fetch, autoSession: false, flushAt: 1, retry: { baseDelayMs: 10, maxDelayMs: 50 } }));
+      const client = createClient(
+        options(tn!.ingestKey, { endpoint: busy.url, fetch: rec.fetch, autoSession: false, flushAt: 1, retry: { baseDelayMs: 10, maxDelayMs: 50 } }),
+      );
       // Saturate the loop in 200 ms slices for 4 s; the event is tracked once the guard has
       // certainly seen the delay last past its 300 ms, so its request meets the guard.
       let id = '';
@@ -219,7 +269,10 @@ describe('client: the server says no', () => {
     assert.equal(rec.log.length, 1, 'nothing more is sent while paused');
     assert.equal(client.stats().paused, 'unauthorized');
     assert.equal(client.stats().queued, 2);
-    assert.deepEqual(issues.map((i) => [i.code, i.status]), [['unauthorized', 401]]);
+    assert.deepEqual(
+      issues.map((i) => [i.code, i.status]),
+      [['unauthorized', 401]],
+    );
     const after = await client.shutdown({ timeoutMs: 200 });
     assert.deepEqual(after, { delivered: false, remaining: 2 }, 'kept for the next start');
     assert.equal((await storedEventIds(server.t.db, tn.id)).length, 0);

@@ -50,7 +50,14 @@ async function storedEvents(tenantId: string) {
 
 describe('the packed tarball, installed in a fresh project', () => {
   it('holds the built dist, the README and nothing else (no sources, no tests)', () => {
-    assert.ok(files.includes('dist/node.js') && files.includes('dist/browser.js') && files.includes('dist/node.d.ts') && files.includes('dist/tally.min.js') && files.includes('dist/tally.iife.min.js'), files.join(' '));
+    assert.ok(
+      files.includes('dist/node.js') &&
+        files.includes('dist/browser.js') &&
+        files.includes('dist/node.d.ts') &&
+        files.includes('dist/tally.min.js') &&
+        files.includes('dist/tally.iife.min.js'),
+      files.join(' '),
+    );
     assert.deepEqual(
       files.filter((f) => !f.startsWith('dist/')),
       ['README.md', 'package.json'].sort(),
@@ -96,7 +103,9 @@ export { id };
     const tsc = join(REPO, 'node_modules/typescript/bin/tsc');
     const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--lib', 'es2022,dom'];
     await run(process.execPath, [tsc, ...flags, 'good.ts'], { cwd: project });
-    await assert.rejects(run(process.execPath, [tsc, ...flags, 'bad.ts'], { cwd: project }), (err: { stdout: string }) => /bad\.ts\(2,\d+\): error TS2322/.test(err.stdout));
+    await assert.rejects(run(process.execPath, [tsc, ...flags, 'bad.ts'], { cwd: project }), (err: { stdout: string }) =>
+      /bad\.ts\(2,\d+\): error TS2322/.test(err.stdout),
+    );
   });
 
   describe('in a browser bundle (esbuild) and as a <script> tag, in headless Chromium', { skip: skipWithoutChromium }, () => {
@@ -116,11 +125,22 @@ window.runTally = async (cfg) => {
 };
 `,
       );
-      await esbuild.build({ absWorkingDir: project, entryPoints: ['web.mjs'], outfile: join(project, 'out/web.js'), bundle: true, minify: true, format: 'esm', platform: 'browser', logLevel: 'silent' });
+      await esbuild.build({
+        absWorkingDir: project,
+        entryPoints: ['web.mjs'],
+        outfile: join(project, 'out/web.js'),
+        bundle: true,
+        minify: true,
+        format: 'esm',
+        platform: 'browser',
+        logLevel: 'silent',
+      });
       bundle = readFileSync(join(project, 'out/web.js'));
       const iife = readFileSync(join(project, 'node_modules/@tally/client/dist/tally.iife.min.js'));
       site = await startSite({ '/web.js': bundle, '/tally.iife.min.js': iife }, (path) =>
-        path === '/script-tag' ? '<!doctype html><title>script tag</title><script src="/tally.iife.min.js"></script>' : '<!doctype html><title>bundled</title><script type="module" src="/web.js"></script>',
+        path === '/script-tag'
+          ? '<!doctype html><title>script tag</title><script src="/tally.iife.min.js"></script>'
+          : '<!doctype html><title>bundled</title><script type="module" src="/web.js"></script>',
       );
       browser = await launchChromium(work);
     });
@@ -136,7 +156,10 @@ window.runTally = async (cfg) => {
       const page = await browser.newPage();
       await page.goto(site.url + 'bundled?secret=1');
       await page.waitForFunction(() => typeof (window as unknown as { runTally?: unknown }).runTally === 'function');
-      const r = await page.evaluate((cfg) => (window as unknown as { runTally: (c: object) => Promise<{ id: string; queued: number }> }).runTally(cfg), { apiKey: tn.ingestKey, endpoint: api.url });
+      const r = await page.evaluate((cfg) => (window as unknown as { runTally: (c: object) => Promise<{ id: string; queued: number }> }).runTally(cfg), {
+        apiKey: tn.ingestKey,
+        endpoint: api.url,
+      });
       assert.equal(r.queued, 0);
       const stored = await storedEvents(tn.id);
       assert.deepEqual(stored[0], { actor_id: stored[0]!.actor_id, account_id: null, name: 'browser', properties: { via: 'bundle' } });
@@ -148,15 +171,25 @@ window.runTally = async (cfg) => {
       const tn = await tenant(api);
       const page = await browser.newPage();
       await page.goto(site.url + 'script-tag');
-      const queued = await page.evaluate(async (cfg) => {
-        const Tally = (window as unknown as { Tally: { init(o: object): void; track(c: string, n: string): string; flush(): Promise<unknown>; stats(): { queued: number } } }).Tally;
-        Tally.init({ ...cfg, product: 'app', productVersion: '3.0.0' });
-        Tally.track('package', 'script-tag');
-        await Tally.flush();
-        return Tally.stats().queued;
-      }, { apiKey: tn.ingestKey, endpoint: api.url });
+      const queued = await page.evaluate(
+        async (cfg) => {
+          const Tally = (
+            window as unknown as {
+              Tally: { init(o: object): void; track(c: string, n: string): string; flush(): Promise<unknown>; stats(): { queued: number } };
+            }
+          ).Tally;
+          Tally.init({ ...cfg, product: 'app', productVersion: '3.0.0' });
+          Tally.track('package', 'script-tag');
+          await Tally.flush();
+          return Tally.stats().queued;
+        },
+        { apiKey: tn.ingestKey, endpoint: api.url },
+      );
       assert.equal(queued, 0);
-      assert.deepEqual((await storedEvents(tn.id)).map((e) => e.name), ['script-tag']);
+      assert.deepEqual(
+        (await storedEvents(tn.id)).map((e) => e.name),
+        ['script-tag'],
+      );
       await page.close();
     });
 

@@ -24,7 +24,11 @@ const tempDir = () => {
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 const event = (id: string, extra: Record<string, unknown> = {}): QueuedRecord =>
-  ({ id, kind: 'event', body: { event_id: id, category: 'c', name: 'n', timestamp: '2026-01-01T00:00:00.000Z', actor_id: 'a', product: 'p', product_version: '1', ...extra } }) as QueuedRecord;
+  ({
+    id,
+    kind: 'event',
+    body: { event_id: id, category: 'c', name: 'n', timestamp: '2026-01-01T00:00:00.000Z', actor_id: 'a', product: 'p', product_version: '1', ...extra },
+  }) as QueuedRecord;
 
 describe('ids, backoff and Retry-After', () => {
   it('UUIDv7: version and variant bits, the time in the first 48 bits, and strictly increasing within a millisecond', () => {
@@ -111,12 +115,15 @@ describe('queue bounds', () => {
     assert.equal(ids.length, 15, 'track() still returned an id for each: the drop is of the oldest');
   });
 
-  it('never drops an open session\'s marker for space', () => {
+  it("never drops an open session's marker for space", () => {
     const q = new DurableQueue(new MemoryStorage(), { maxRecords: 2, maxBytes: 1e9 }, () => undefined);
     q.open(() => ({ put: [], remove: [] }));
     q.put({ id: '0', kind: 'session_open', body: { session_id: 's', actor_id: 'a', product: 'p', product_version: '1', started_at: 't', last_activity: 't' } });
     for (const id of ['1', '2', '3']) q.put(event(id));
-    assert.deepEqual([...q.records()].map((r) => r.id), ['0', '2', '3']);
+    assert.deepEqual(
+      [...q.records()].map((r) => r.id),
+      ['0', '2', '3'],
+    );
     assert.equal(q.dropped, 1);
   });
 });
@@ -125,11 +132,24 @@ describe('session recovery', () => {
   it('turns orphaned markers into sdk_recovery ends at the last sign of life, with the start context', () => {
     const storage = new MemoryStorage();
     const q = new DurableQueue(storage, { maxRecords: 100, maxBytes: 1e9 }, () => undefined);
-    const sessions = new Sessions(q, storage, { product: 'p', productVersion: '1', timeoutMs: 0, persistEveryMs: 1000 }, { actorId: () => 'a', accountId: () => undefined, licenseId: () => undefined });
+    const sessions = new Sessions(
+      q,
+      storage,
+      { product: 'p', productVersion: '1', timeoutMs: 0, persistEveryMs: 1000 },
+      { actorId: () => 'a', accountId: () => undefined, licenseId: () => undefined },
+    );
     const marker: QueuedRecord = {
       id: 'm1',
       kind: 'session_open',
-      body: { session_id: 's1', actor_id: 'u', product: 'p', product_version: '0.9', started_at: '2026-01-01T00:00:00.000Z', last_activity: '2026-01-01T00:05:00.000Z', account_id: 'acct' },
+      body: {
+        session_id: 's1',
+        actor_id: 'u',
+        product: 'p',
+        product_version: '0.9',
+        started_at: '2026-01-01T00:00:00.000Z',
+        last_activity: '2026-01-01T00:05:00.000Z',
+        account_id: 'acct',
+      },
     };
     const later = event('e1', { session_id: 's1', timestamp: '2026-01-01T00:05:03.000Z' });
     const { put, remove } = sessions.recover([marker, later], Date.now());
@@ -165,7 +185,10 @@ describe('the file queue', () => {
     writeFileSync(join(dir, `q-${deadPid}-zz.log`), readFileSync(join(dir, log!)));
     rmSync(join(dir, log!));
     const b = new FileStorage({ dir });
-    assert.deepEqual(b.load().map((r) => r.id), ['1', '3']);
+    assert.deepEqual(
+      b.load().map((r) => r.id),
+      ['1', '3'],
+    );
     assert.equal(b.getState('identity'), '{"anonymous_id":"x"}');
     assert.ok(!existsSync(join(dir, `q-${deadPid}-zz.log`)), 'the adopted log is gone once copied');
     assert.equal(readdirSync(dir).filter((f) => f.endsWith('.log')).length, 1);
@@ -185,11 +208,14 @@ describe('the file queue', () => {
     a.load();
     a.put(event('a1'));
     const b = new FileStorage({ dir });
-    assert.deepEqual(b.load(), [], 'b does not take a\'s live log');
+    assert.deepEqual(b.load(), [], "b does not take a's live log");
     b.close();
     a.close();
     assert.equal(readdirSync(dir).filter((f) => f.endsWith('.log')).length, 1, 'a still holds a record; b had none');
-    assert.deepEqual(new FileStorage({ dir }).load().map((r) => r.id), ['a1']);
+    assert.deepEqual(
+      new FileStorage({ dir }).load().map((r) => r.id),
+      ['a1'],
+    );
   });
 
   it('compacts by writing the live records to a new file renamed over the log', () => {
@@ -203,10 +229,17 @@ describe('the file queue', () => {
     const [log] = readdirSync(dir).filter((f) => f.endsWith('.log'));
     const lines = readFileSync(join(dir, log!), 'utf8').trim().split('\n');
     assert.ok(lines.length < 200, `compacted: ${lines.length} lines`);
-    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('tmp-')), [], 'no temporary file left');
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.startsWith('tmp-')),
+      [],
+      'no temporary file left',
+    );
     s.close();
     const again = new FileStorage({ dir });
     // Our own pid wrote it, but that FileStorage is closed: a new one adopts it like a previous life's.
-    assert.deepEqual(again.load().map((r) => r.id), Array.from({ length: 100 }, (_, i) => `e${2 * i + 1}`));
+    assert.deepEqual(
+      again.load().map((r) => r.id),
+      Array.from({ length: 100 }, (_, i) => `e${2 * i + 1}`),
+    );
   });
 });

@@ -6,7 +6,16 @@ import { PERMISSIONS, type Permission } from '../domain/keys.js';
 import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
 import type { Db } from '../storage/db.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
-import { getTenant, insertApiKey, insertTenant, listTenants as listTenantRows, revokeApiKey, updateTenant, type IssuedKey, type TenantRow } from '../storage/tenants.js';
+import {
+  getTenant,
+  insertApiKey,
+  insertTenant,
+  listTenants as listTenantRows,
+  revokeApiKey,
+  updateTenant,
+  type IssuedKey,
+  type TenantRow,
+} from '../storage/tenants.js';
 
 // The operator's operations, shared by /admin/v1 and `npm run admin`.
 export interface AdminDeps {
@@ -31,7 +40,6 @@ export interface TenantView {
   created_at: string;
   usage: { period_start: string; period_end: string; events: number; allotment: number | null; overage: number };
 }
-
 
 export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantView> {
   const now = deps.now?.() ?? new Date();
@@ -75,17 +83,17 @@ export async function createTenant(deps: AdminDeps, input: { name: string; plan:
       trialEndsAt: input.plan === 'trial' ? new Date(now.getTime() + deps.trialDays * 86_400_000) : null,
       now,
     });
-    const keys = [
-      await insertApiKey(q, tenant.id, 'ingest', ['ingest']),
-      await insertApiKey(q, tenant.id, 'admin', [...PERMISSIONS]),
-    ];
+    const keys = [await insertApiKey(q, tenant.id, 'ingest', ['ingest']), await insertApiKey(q, tenant.id, 'admin', [...PERMISSIONS])];
     return { tenant, keys };
   });
   return { tenant: await tenantView(deps, tenant), api_keys: keys };
 }
 
 /** Every tenant, oldest first, a page at a time: how an operator finds the demo tenant whose keys were lost. */
-export async function listTenants(deps: AdminDeps, opts: { limit?: number | undefined; cursor?: string | undefined }): Promise<{ data: TenantView[]; next_cursor: string | null }> {
+export async function listTenants(
+  deps: AdminDeps,
+  opts: { limit?: number | undefined; cursor?: string | undefined },
+): Promise<{ data: TenantView[]; next_cursor: string | null }> {
   const limit = opts.limit ?? 50;
   const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor, ['uuid'] as const)?.[0];
   if (opts.cursor !== undefined && after === undefined) {
@@ -100,10 +108,18 @@ export async function showTenant(deps: AdminDeps, id: string): Promise<TenantVie
   return tenantView(deps, await requireTenant(deps, id));
 }
 
-export async function patchTenant(deps: AdminDeps, id: string, patch: { plan?: PlanName; account_context_enabled?: boolean; event_retention_days?: number | null }): Promise<TenantView> {
+export async function patchTenant(
+  deps: AdminDeps,
+  id: string,
+  patch: { plan?: PlanName; account_context_enabled?: boolean; event_retention_days?: number | null },
+): Promise<TenantView> {
   await requireTenant(deps, id);
   // Only the settable fields are passed on, whatever else the caller's object holds.
-  const t = await updateTenant(deps.db, id, { plan: patch.plan, account_context_enabled: patch.account_context_enabled, event_retention_days: patch.event_retention_days });
+  const t = await updateTenant(deps.db, id, {
+    plan: patch.plan,
+    account_context_enabled: patch.account_context_enabled,
+    event_retention_days: patch.event_retention_days,
+  });
   return tenantView(deps, t!);
 }
 
@@ -122,7 +138,8 @@ export async function reactivateSubscription(deps: AdminDeps, id: string): Promi
 
 export async function issueKey(deps: AdminDeps, id: string, input: { name?: string; permissions: Permission[] }): Promise<IssuedKey> {
   await requireTenant(deps, id);
-  if (input.permissions.length === 0) throw new AppError(400, 'validation_error', 'permissions: at least one', { errors: [{ field: 'permissions', message: 'at least one' }] });
+  if (input.permissions.length === 0)
+    throw new AppError(400, 'validation_error', 'permissions: at least one', { errors: [{ field: 'permissions', message: 'at least one' }] });
   return insertApiKey(deps.db, id, input.name ?? 'key', input.permissions);
 }
 

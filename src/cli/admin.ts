@@ -47,12 +47,21 @@ function plan(p: string | undefined): ops.TenantView['plan'] {
 }
 
 function permissions(list: string | undefined): Permission[] {
-  const ps = (list ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const ps = (list ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (ps.length === 0 || !ps.every(isPermission)) throw new Error('--permissions takes a comma-separated list of ingest, read, manage_products, view_accounts');
   return ps as Permission[];
 }
 
-type Options = { name?: string | undefined; plan?: string | undefined; permissions?: string | undefined; limit?: string | undefined; cursor?: string | undefined };
+type Options = {
+  name?: string | undefined;
+  plan?: string | undefined;
+  permissions?: string | undefined;
+  limit?: string | undefined;
+  cursor?: string | undefined;
+};
 
 function route(command: string, args: string[], opts: Options): Call {
   const need = (i: number, what: string) => {
@@ -190,7 +199,8 @@ async function main(argv: string[]): Promise<number> {
 
   const owner = config.databaseUrl ? undefined : embeddedOwner(config.dataDir);
   const url = values.url ?? (owner ? readServerUrl(config.dataDir) : undefined);
-  if (owner && !url) throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir} but has not written its address yet; retry in a moment, or pass --url`);
+  if (owner && !url)
+    throw new Error(`a Tally server (pid ${owner}) owns ${config.dataDir} but has not written its address yet; retry in a moment, or pass --url`);
   if (url) {
     const token = config.adminToken ?? readOperatorToken(config.dataDir);
     if (!token) throw new Error(`calling ${url} needs the operator token: set ADMIN_TOKEN, or run where DATA_DIR holds admin-token`);

@@ -72,7 +72,8 @@ export function allowlistProblem(rules: readonly AllowRule[], field: string): { 
     const r = rules[i]!;
     for (const part of ['category', 'name'] as const) {
       const stars = r[part].split('*').length - 1;
-      if (stars > ALLOWLIST_LIMITS.wildcards) return { field: `${field}[${i}].${part}`, message: `at most ${ALLOWLIST_LIMITS.wildcards} wildcards (*) in one pattern` };
+      if (stars > ALLOWLIST_LIMITS.wildcards)
+        return { field: `${field}[${i}].${part}`, message: `at most ${ALLOWLIST_LIMITS.wildcards} wildcards (*) in one pattern` };
     }
     if (hasWildcard(r) && ++wildcardRules > ALLOWLIST_LIMITS.wildcardRules) {
       return { field: `${field}[${i}]`, message: `at most ${ALLOWLIST_LIMITS.wildcardRules} rules with a wildcard per product; list the exact pairs instead` };

@@ -30,10 +30,7 @@ type Frame = { fn: string; module: string; rank: Rank; capture?: boolean };
 export function fingerprint(input: { exceptionType: string; message?: string | null; stackTrace?: string | null }): string {
   const type = input.exceptionType.trim();
   const frames = input.stackTrace ? topFrames(input.stackTrace) : [];
-  const basis =
-    frames.length > 0
-      ? { v: RULES_VERSION, type, frames }
-      : { v: RULES_VERSION, type, message: normaliseMessage(input.message ?? '') };
+  const basis = frames.length > 0 ? { v: RULES_VERSION, type, frames } : { v: RULES_VERSION, type, message: normaliseMessage(input.message ?? '') };
   // JSON keeps the parts apart: no type, frame or message can be mistaken for another.
   return createHash('sha256').update(JSON.stringify(basis)).digest('hex').slice(0, FINGERPRINT_LENGTH);
 }
@@ -99,7 +96,10 @@ const V8_LOCATION = /:\d+(?::\d+)?$|^<anonymous>$|^native$|^index \d+$|^eval at 
 
 function parseV8(line: string): Frame | null {
   if (!line.startsWith('at ')) return null;
-  const body = line.slice(3).trim().replace(/^async /, ''); // resumed after an await: the same function
+  const body = line
+    .slice(3)
+    .trim()
+    .replace(/^async /, ''); // resumed after an await: the same function
   let name = '';
   let location = body;
   if (body.endsWith(')')) {
@@ -150,7 +150,7 @@ function scriptModule(path: string): string {
   for (let i = 0; i < tokens.length; i += 2) {
     const token = tokens[i]!;
     if (token === '' || isHashLike(token, i === 0)) continue;
-    out += (out ? tokens[i - 1] ?? '' : '') + token;
+    out += (out ? (tokens[i - 1] ?? '') : '') + token;
   }
   return out || '/';
 }
@@ -174,7 +174,11 @@ function parseGlibc(line: string): Frame | null {
   const open = head.indexOf('(');
   if (open <= 0 || !head.endsWith(')')) return null;
   // Basename without the version suffix: /usr/lib/libfoo.so.1.2 → libfoo.so, ./orderd → orderd.
-  const module = head.slice(0, open).split('/').pop()!.replace(/\.so(?:\.\d+)+$/, '.so');
+  const module = head
+    .slice(0, open)
+    .split('/')
+    .pop()!
+    .replace(/\.so(?:\.\d+)+$/, '.so');
   const inner = head.slice(open + 1, -1);
   const plus = inner.lastIndexOf('+');
   const symbol = (plus >= 0 && /^\+0x[0-9a-f]+$/i.test(inner.slice(plus)) ? inner.slice(0, plus) : inner).trim();

@@ -100,7 +100,8 @@ export function checkProperties(props: unknown, field = 'properties'): Problem {
     } else if (typeof v === 'number') {
       // 1e400 parses to Infinity and 2^63 to a neighbour: neither would be stored as sent.
       if (!Number.isFinite(v)) return { field: `${field}.${key}`, message: 'number out of range' };
-      if (Number.isInteger(v) && !Number.isSafeInteger(v)) return { field: `${field}.${key}`, message: 'integer cannot be stored exactly (beyond 2^53); send it as a string' };
+      if (Number.isInteger(v) && !Number.isSafeInteger(v))
+        return { field: `${field}.${key}`, message: 'integer cannot be stored exactly (beyond 2^53); send it as a string' };
     } else if (typeof v !== 'boolean') {
       return { field: `${field}.${key}`, message: 'must be a string, number or boolean (no nested objects, arrays or null)' };
     }

@@ -27,7 +27,10 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/\bAIza[0-9A-Za-z_-]{35}/g, FILTERED], // Google API keys
   [/-----BEGIN [A-Z ]{0,32}PRIVATE KEY-----[^-]{0,8192}-----END [A-Z ]{0,32}PRIVATE KEY-----/g, FILTERED],
   // key=value and key: value in free text (db_password=…, "apiKey": "…"), for sensitive names.
-  [/(pass(?:word|wd)?|secret|api[-_]?key|access[-_]?key|token|credentials?|private[-_]?key)("?\s{0,8}[=:]\s{0,8})(?!\[Filtered\])("?)[^\s"&,;]{1,2048}/gi, `$1$2$3${FILTERED}`],
+  [
+    /(pass(?:word|wd)?|secret|api[-_]?key|access[-_]?key|token|credentials?|private[-_]?key)("?\s{0,8}[=:]\s{0,8})(?!\[Filtered\])("?)[^\s"&,;]{1,2048}/gi,
+    `$1$2$3${FILTERED}`,
+  ],
 ];
 
 /** One string with query strings and well-known secrets filtered out. */

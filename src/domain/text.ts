@@ -50,15 +50,16 @@ export const isUuidText = (s: unknown): s is string => typeof s === 'string' && 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
 
 const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-const daysIn = (year: number, month: number): number =>
-  month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS_IN_MONTH[month]!;
+const daysIn = (year: number, month: number): number => (month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS_IN_MONTH[month]!);
 
 /** RFC 3339 date-time with Z or an offset, and a real calendar date (no Feb 30). */
 export function isRfc3339(s: unknown): s is string {
   if (typeof s !== 'string') return false;
   const m = RFC3339.exec(s);
   if (!m) return false;
-  const year = +m[1]!, month = +m[2]!, day = +m[3]!;
+  const year = +m[1]!,
+    month = +m[2]!,
+    day = +m[3]!;
   if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return false;
   if (+m[4]! > 23 || +m[5]! > 59 || +m[6]! > 59) return false;
   // PostgreSQL refuses displacements past 15:59.

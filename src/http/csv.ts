@@ -50,7 +50,13 @@ export function echoHeaders(reply: FastifyReply, a: Echo, name: string, ext: str
 }
 
 /** The answer as JSON, or as CSV when asked (rows: the answer's `data` unless the report says otherwise). */
-export async function answer<A extends Echo>(request: FastifyRequest, reply: FastifyReply, name: string, a: A, rows?: (a: A) => Row[]): Promise<A | FastifyReply> {
+export async function answer<A extends Echo>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  name: string,
+  a: A,
+  rows?: (a: A) => Row[],
+): Promise<A | FastifyReply> {
   if (!wants(request, 'text/csv')) return a;
   echoHeaders(reply, a, name, 'csv');
   const body = csvTable(rows ? rows(a) : ((a as unknown as { data?: Row[] }).data ?? []));
@@ -64,7 +70,9 @@ interface TrendsLike {
 /** Trends: one row per series and bucket; the previous period's rows follow with period=previous. */
 export const trendRows = (a: TrendsLike): Row[] =>
   (['current', 'previous'] as const).flatMap((period) =>
-    (period === 'current' ? a.series : (a.compare?.series ?? [])).flatMap((s) => s.data.map((p) => ({ period, breakdown_value: s.breakdown_value, other: s.other, ...p }))),
+    (period === 'current' ? a.series : (a.compare?.series ?? [])).flatMap((s) =>
+      s.data.map((p) => ({ period, breakdown_value: s.breakdown_value, other: s.other, ...p })),
+    ),
   );
 
 interface ActiveLike {

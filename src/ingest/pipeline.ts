@@ -92,14 +92,22 @@ export function createEventIngest(db: Db, log: IngestLog): EventIngest {
     // After the commit, never awaited by the answer: a failure only delays last_seen.
     const touch = touches.due(versions.seen, input.receivedAt.getTime());
     if (touch.length > 0) {
-      void touchVersions(db, input.tenantId, touch, input.receivedAt).catch((err: unknown) => log.warn({ err }, 'moving versions\' last_seen failed; it moves with a later batch'));
+      void touchVersions(db, input.tenantId, touch, input.receivedAt).catch((err: unknown) =>
+        log.warn({ err }, "moving versions' last_seen failed; it moves with a later batch"),
+      );
     }
     return outcome(input.elements, judged, admitted, duplicates, inserted);
   }
   return { ingest };
 }
 
-function outcome(elements: unknown[], judged: Judgement, admitted: Pending<{ event_id: string }>[], duplicates: Set<number>, inserted: Set<string>): BatchOutcome {
+function outcome(
+  elements: unknown[],
+  judged: Judgement,
+  admitted: Pending<{ event_id: string }>[],
+  duplicates: Set<number>,
+  inserted: Set<string>,
+): BatchOutcome {
   const eventIds = new Map(admitted.map((p) => [p.index, p.value.event_id]));
   let accepted = 0;
   const results = elements.map((raw, index): EventResult => {

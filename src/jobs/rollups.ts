@@ -1,15 +1,6 @@
 import { LOCKS, type LockedSession, type Queryable } from '../storage/db.js';
 import { compactDay, compactionDue } from '../storage/read-model/compact.js';
-import {
-  dirtyTenants,
-  foldNewRows,
-  foldRange,
-  markDirty,
-  refreshTenant,
-  saveFoldRange,
-  staleTenants,
-  touchRefreshed,
-} from '../storage/rollups.js';
+import { dirtyTenants, foldNewRows, foldRange, markDirty, refreshTenant, saveFoldRange, staleTenants, touchRefreshed } from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
 export const WINDOW_DAYS = 30;
@@ -51,7 +42,7 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
     async run(s, now) {
       const start = windowStart(now);
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
-      for (let more = true; more; ) {
+      for (let more = true; more;) {
         let took = 0; // the slice's own work, not its wait for the connection
         more = await step(s, async (q) => {
           const began = performance.now();

@@ -1,7 +1,19 @@
 import { notFound } from '../errors.js';
 import { traitsOf } from '../storage/identity.js';
 import type { Db } from '../storage/db.js';
-import { actorsOf, activeActors, counterpartsOf, dailyActivity, featuresOf, getSnapshot, listSnapshot, productsOf, rollupInfo, versionsOf, type Snapshot } from '../storage/accounts.js';
+import {
+  actorsOf,
+  activeActors,
+  counterpartsOf,
+  dailyActivity,
+  featuresOf,
+  getSnapshot,
+  listSnapshot,
+  productsOf,
+  rollupInfo,
+  versionsOf,
+  type Snapshot,
+} from '../storage/accounts.js';
 import { coverage } from '../storage/coverage.js';
 import { exceptionGroupsQuery } from './exceptions.js';
 import { cursorKey, pageOf } from './page.js';
@@ -79,7 +91,11 @@ export async function accountActors(db: Db, tenantId: string, accountId: string,
   const limit = p.limit ?? 50;
   const page = pageOf(await actorsOf(db, scope, cursorKey(p.cursor, ['text'])?.[0], limit + 1), limit, (r) => [r.actor_id]);
   // identify's traits, the newest per identified actor (an anonymous actor shows its user's).
-  const traits = await traitsOf(db, tenantId, page.data.map((r) => r.actor_id));
+  const traits = await traitsOf(
+    db,
+    tenantId,
+    page.data.map((r) => r.actor_id),
+  );
   return { ...page, data: page.data.map((r) => ({ ...r, traits: traits.get(r.actor_id) ?? null })), ...f };
 }
 

@@ -16,7 +16,9 @@ import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scop
 
 const Id = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 256, description }));
 export const FilterProps = {
-  range: Type.Optional(Type.String({ maxLength: 8, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month` (this calendar month so far); default 30d' })),
+  range: Type.Optional(
+    Type.String({ maxLength: 8, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month` (this calendar month so far); default 30d' }),
+  ),
   from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time; a bare date is local midnight in tz. Not with range' })),
   to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time (exclusive); default now' })),
   tz: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone name; default UTC' })),
@@ -64,7 +66,8 @@ export function requireAccountAnswers(principal: Principal): void {
 function parseProperties(raw: string[] | undefined): [string, string][] {
   return (raw ?? []).map((p) => {
     const i = p.indexOf(':');
-    if (i < 1 || i > 64 || p.length - i - 1 > 256 || p.includes('\u0000')) throw validationError([{ field: 'property', message: 'key:value, key 1–64 and value up to 256 characters' }]);
+    if (i < 1 || i > 64 || p.length - i - 1 > 256 || p.includes('\u0000'))
+      throw validationError([{ field: 'property', message: 'key:value, key 1–64 and value up to 256 characters' }]);
     return [p.slice(0, i), p.slice(i + 1)];
   });
 }
@@ -74,7 +77,15 @@ export async function resolveFilters(q: Queryable, principal: Principal, p: Filt
   const properties = parseProperties(p.property);
   const scope = await resolveScope(q, principal.tenant, p, now);
   const days = /^(\d+)d$/.exec(p.range ?? (p.from === undefined && p.to === undefined ? '30d' : ''));
-  return { scope, category: p.category, name: p.name, properties, compare: p.compare === 'previous', days: days ? Number(days[1]) : undefined, month: p.range === 'month' };
+  return {
+    scope,
+    category: p.category,
+    name: p.name,
+    properties,
+    compare: p.compare === 'previous',
+    days: days ? Number(days[1]) : undefined,
+    month: p.range === 'month',
+  };
 }
 
 /**
@@ -108,7 +119,10 @@ export function checkBuckets(s: Scope): void {
   const n = Math.ceil((s.to.getTime() - s.from.getTime()) / BUCKET_MS[s.interval]);
   if (n > MAX_BUCKETS) {
     throw new AppError(422, 'query_too_large', `${n} ${s.interval} buckets; at most ${MAX_BUCKETS}: narrow the range or widen the interval`, {
-      errors: [{ field: 'interval', message: 'too many buckets for the range' }, { field: 'range', message: 'too long for the interval' }],
+      errors: [
+        { field: 'interval', message: 'too many buckets for the range' },
+        { field: 'range', message: 'too long for the interval' },
+      ],
     });
   }
 }
@@ -173,7 +187,10 @@ export function keysetCursor(cursor: string | undefined, id: RegExp = /^.+$/su):
   const key = cursorKey(cursor, ['timestamp', 'text']);
   if (!key) return undefined;
   const ymd = /^(\d{4})-(\d{2})-(\d{2})T/.exec(key[0]!);
-  const real = ymd !== null && Number(ymd[1]) >= 1970 && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0].slice(0, 10);
+  const real =
+    ymd !== null &&
+    Number(ymd[1]) >= 1970 &&
+    new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0].slice(0, 10);
   if (!real || !id.test(key[1]!)) throw validationError([{ field: 'cursor', message: 'not a cursor this API returned' }]);
   return [key[0]!, key[1]!];
 }
@@ -188,9 +205,14 @@ export async function withinBudget<T>(answer: Promise<T>): Promise<T> {
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     if (err instanceof StoreUnavailableError && (cause?.code === '57014' || /statement timeout|query read timeout/i.test(cause?.message ?? ''))) {
-      throw new AppError(422, 'query_too_large', 'the query ran past its time budget: narrow the range, widen the interval, or add a product, name or account filter', {
-        errors: [{ field: 'range', message: 'too large for the time budget' }],
-      });
+      throw new AppError(
+        422,
+        'query_too_large',
+        'the query ran past its time budget: narrow the range, widen the interval, or add a product, name or account filter',
+        {
+          errors: [{ field: 'range', message: 'too large for the time budget' }],
+        },
+      );
     }
     throw err;
   }

@@ -17,7 +17,11 @@ export type Feature = 'account_context';
 export function requireFeature(tenant: TenantPlan, feature: Feature): void {
   if (feature !== 'account_context') return;
   if (!(ACCOUNT_PLANS as readonly string[]).includes(tenant.plan)) {
-    throw new AppError(402, 'plan_limit_reached', `account and license views need the Business or Enterprise plan (or a trial); this tenant is on ${tenant.plan}`);
+    throw new AppError(
+      402,
+      'plan_limit_reached',
+      `account and license views need the Business or Enterprise plan (or a trial); this tenant is on ${tenant.plan}`,
+    );
   }
   if (!tenant.account_context_enabled) {
     throw new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');

@@ -10,7 +10,8 @@ export const MAX_LIMIT = 500;
 
 export type KeyPart = CursorPart;
 
-const badCursor = () => new AppError(400, 'validation_error', 'cursor: not a cursor this API returned', { errors: [{ field: 'cursor', message: 'not a cursor this API returned' }] });
+const badCursor = () =>
+  new AppError(400, 'validation_error', 'cursor: not a cursor this API returned', { errors: [{ field: 'cursor', message: 'not a cursor this API returned' }] });
 
 /** The key a cursor carries, checked against the list's key shape; undefined without a cursor. */
 export function cursorKey<const S extends readonly CursorPart[]>(cursor: string | undefined, shape: S): CursorKey<S> | undefined {

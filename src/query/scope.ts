@@ -53,7 +53,16 @@ export function validTimeZone(tz: string): boolean {
 /** The zone's offset from UTC at `at`, in ms (positive east of Greenwich). */
 function offsetMs(at: Date, tz: string): number {
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
       .formatToParts(at)
       .map((p) => [p.type, p.value]),
   );
@@ -83,14 +92,16 @@ export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date;
   if (!validTimeZone(tz)) throw validationError([{ field: 'tz', message: 'not an IANA time zone name' }]);
   const interval = (p.interval ?? 'day') as Interval;
   if (!INTERVALS.includes(interval)) throw validationError([{ field: 'interval', message: 'one of hour, day, week, month' }]);
-  if (p.range !== undefined && (p.from !== undefined || p.to !== undefined)) throw validationError([{ field: 'range', message: 'give range or from/to, not both' }]);
+  if (p.range !== undefined && (p.from !== undefined || p.to !== undefined))
+    throw validationError([{ field: 'range', message: 'give range or from/to, not both' }]);
   const point = (field: 'from' | 'to', v: string): Date => {
     const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
     const at = date ? zonedMidnight(Number(date[1]), Number(date[2]), Number(date[3]), tz) : /^\d{4}-\d{2}-\d{2}T/.test(v) ? new Date(v) : new Date(NaN);
     // A calendar date that does not exist (Feb 30) is refused, not rolled over into the next month.
     const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(v);
     const real = ymd !== null && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0];
-    if (!real || Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999) throw validationError([{ field, message: 'an ISO 8601 date or date-time' }]);
+    if (!real || Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999)
+      throw validationError([{ field, message: 'an ISO 8601 date or date-time' }]);
     return at;
   };
   if (p.from !== undefined || p.to !== undefined) {

@@ -10,7 +10,10 @@ export interface RollupInfo {
 }
 
 export async function rollupInfo(q: Queryable, tenantId: string): Promise<RollupInfo | undefined> {
-  const [r] = await q.query<{ refreshed_at: Date; window_start: string }>("SELECT refreshed_at, window_start::text AS window_start FROM tenant_rollups WHERE tenant_id = $1", [tenantId]);
+  const [r] = await q.query<{ refreshed_at: Date; window_start: string }>(
+    'SELECT refreshed_at, window_start::text AS window_start FROM tenant_rollups WHERE tenant_id = $1',
+    [tenantId],
+  );
   return r ? { refreshed_at: iso(r.refreshed_at)!, window_start: r.window_start } : undefined;
 }
 
@@ -44,9 +47,19 @@ function snapshotRow(r: Record<string, unknown>, kind: 'account_id' | 'license_i
   };
 }
 
-export async function listSnapshot(q: Queryable, tenantId: string, kind: 'account_id' | 'license_id', after: string | undefined, limit: number): Promise<Snapshot[]> {
+export async function listSnapshot(
+  q: Queryable,
+  tenantId: string,
+  kind: 'account_id' | 'license_id',
+  after: string | undefined,
+  limit: number,
+): Promise<Snapshot[]> {
   const table = kind === 'account_id' ? 'ru_accounts' : 'ru_licenses';
-  const rows = await q.query(`SELECT * FROM ${table} WHERE tenant_id = $1 AND ($2::text IS NULL OR ${kind} > $2) ORDER BY ${kind} LIMIT $3`, [tenantId, after ?? null, limit]);
+  const rows = await q.query(`SELECT * FROM ${table} WHERE tenant_id = $1 AND ($2::text IS NULL OR ${kind} > $2) ORDER BY ${kind} LIMIT $3`, [
+    tenantId,
+    after ?? null,
+    limit,
+  ]);
   return rows.map((r) => snapshotRow(r, kind));
 }
 
@@ -85,7 +98,12 @@ export async function versionsOf(q: Queryable, s: Scope) {
       ORDER BY u.events DESC, 1, 2`,
     args(s),
   );
-  return rows.map((r) => ({ source_app: r.source_app as string, source_version: r.source_version as string, events: num(r.events), sessions: num(r.sessions) }));
+  return rows.map((r) => ({
+    source_app: r.source_app as string,
+    source_version: r.source_version as string,
+    events: num(r.events),
+    sessions: num(r.sessions),
+  }));
 }
 
 /** The other side of the pair: licenses of an account, accounts of a license. */
@@ -100,7 +118,13 @@ export async function counterpartsOf(q: Queryable, s: Scope) {
       ORDER BY e.events DESC, e.k`,
     args(s),
   );
-  return rows.map((r) => ({ id: r.k as string, events: num(r.events), active_actors: num(r.actors), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
+  return rows.map((r) => ({
+    id: r.k as string,
+    events: num(r.events),
+    active_actors: num(r.actors),
+    first_seen: iso(r.first_seen),
+    last_seen: iso(r.last_seen),
+  }));
 }
 
 export async function featuresOf(q: Queryable, s: Scope, limit: number) {
@@ -109,7 +133,13 @@ export async function featuresOf(q: Queryable, s: Scope, limit: number) {
        FROM rm_feature_days WHERE ${where(s)} GROUP BY category, name ORDER BY 3 DESC, 1, 2 LIMIT $4`,
     [...args(s), limit],
   );
-  return rows.map((r) => ({ category: r.category as string, name: r.name as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
+  return rows.map((r) => ({
+    category: r.category as string,
+    name: r.name as string,
+    events: num(r.events),
+    first_seen: iso(r.first_seen),
+    last_seen: iso(r.last_seen),
+  }));
 }
 
 export async function actorsOf(q: Queryable, s: Scope, after: string | undefined, limit: number) {

@@ -26,7 +26,8 @@ export async function tenantBilling(
   countUsage: boolean,
 ): Promise<TenantBilling> {
   const period = billingPeriod(new Date(t.cycle_anchor), now);
-  const stamp = t.quota_exhausted_at && t.quota_period_start && Date.parse(t.quota_period_start) === period.start.getTime() ? new Date(t.quota_exhausted_at) : null;
+  const stamp =
+    t.quota_exhausted_at && t.quota_period_start && Date.parse(t.quota_period_start) === period.start.getTime() ? new Date(t.quota_exhausted_at) : null;
   const used = countUsage || stamp ? await getUsage(q, t.id, period.start) : undefined;
   const state = billingState(
     {

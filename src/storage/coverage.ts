@@ -64,10 +64,20 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
     });
   }
   for (const r of shared) {
-    warnings.push({ type: 'license_in_several_accounts', message: `license ${String(r.license_id)} was seen under ${num(r.accounts)} accounts`, license_id: r.license_id, accounts: num(r.accounts) });
+    warnings.push({
+      type: 'license_in_several_accounts',
+      message: `license ${String(r.license_id)} was seen under ${num(r.accounts)} accounts`,
+      license_id: r.license_id,
+      accounts: num(r.accounts),
+    });
   }
   for (const r of crowded) {
-    warnings.push({ type: 'account_with_many_licenses', message: `account ${String(r.account_id)} has ${num(r.licenses)} licenses`, account_id: r.account_id, licenses: num(r.licenses) });
+    warnings.push({
+      type: 'account_with_many_licenses',
+      message: `account ${String(r.account_id)} has ${num(r.licenses)} licenses`,
+      account_id: r.account_id,
+      licenses: num(r.licenses),
+    });
   }
   return {
     events: await shares(q, 'events', tenantId, windowStart),

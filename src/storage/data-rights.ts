@@ -54,7 +54,10 @@ export async function pendingErasures(q: Queryable, limit: number): Promise<{ id
  * erased: only the link between them goes.
  */
 async function actorIds(q: Queryable, tenantId: string, actorId: string): Promise<string[]> {
-  const rows = await q.query<{ anonymous_actor_id: string }>('SELECT anonymous_actor_id FROM actor_links WHERE tenant_id = $1 AND identified_actor_id = $2', [tenantId, actorId]);
+  const rows = await q.query<{ anonymous_actor_id: string }>('SELECT anonymous_actor_id FROM actor_links WHERE tenant_id = $1 AND identified_actor_id = $2', [
+    tenantId,
+    actorId,
+  ]);
   return [actorId, ...rows.map((r) => r.anonymous_actor_id)];
 }
 
@@ -85,7 +88,10 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
   for (const table of ['rm_actor_days', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits']) {
     await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);
   }
-  await count('segment_members', 'DELETE FROM segment_members m USING segments s WHERE s.id = m.segment_id AND s.tenant_id = $1 AND m.actor_id = ANY($2::text[])');
+  await count(
+    'segment_members',
+    'DELETE FROM segment_members m USING segments s WHERE s.id = m.segment_id AND s.tenant_id = $1 AND m.actor_id = ANY($2::text[])',
+  );
 
   // Raw.
   await count(
@@ -102,34 +108,52 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
   await count('sessions', 'DELETE FROM sessions WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
   await count('exceptions', 'DELETE FROM exceptions WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
   await count('environments', 'DELETE FROM environments WHERE tenant_id = $1 AND actor_id = ANY($2::text[])');
-  await count('actor_links', 'DELETE FROM actor_links WHERE tenant_id = $1 AND (anonymous_actor_id = ANY($2::text[]) OR identified_actor_id = ANY($2::text[]))');
+  await count(
+    'actor_links',
+    'DELETE FROM actor_links WHERE tenant_id = $1 AND (anonymous_actor_id = ANY($2::text[]) OR identified_actor_id = ANY($2::text[]))',
+  );
   // A dead letter's payload is the raw element as sent (perhaps cut at 8 KB, so not always JSON):
   // any that holds one of the ids as a JSON string goes.
-  await count('invalid_events', `DELETE FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS j(s) WHERE strpos(payload, j.s) > 0)`, [
-    tenantId,
-    ids.map((id) => JSON.stringify(id)),
-  ]);
+  await count(
+    'invalid_events',
+    `DELETE FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS j(s) WHERE strpos(payload, j.s) > 0)`,
+    [tenantId, ids.map((id) => JSON.stringify(id))],
+  );
   return erased;
 }
 
 /** Done: the actor's id is dropped from the audit row (its digest stays). Failed: kept, to retry. */
 export async function finishErasure(q: Queryable, id: string, outcome: { erased: Erased } | { error: string }, now: Date): Promise<void> {
   if ('erased' in outcome) {
-    await q.query(`UPDATE actor_erasures SET status = 'done', actor_id = NULL, completed_at = $2, erased = $3::jsonb, error = NULL WHERE id = $1`, [id, now, JSON.stringify(outcome.erased)]);
+    await q.query(`UPDATE actor_erasures SET status = 'done', actor_id = NULL, completed_at = $2, erased = $3::jsonb, error = NULL WHERE id = $1`, [
+      id,
+      now,
+      JSON.stringify(outcome.erased),
+    ]);
   } else {
     await q.query(`UPDATE actor_erasures SET status = 'failed', completed_at = $2, error = $3 WHERE id = $1`, [id, now, outcome.error]);
   }
 }
 
 /** One actor's records (and those of the anonymous ids linked to it), table by table, a page at a time, as JSON rows. */
-export async function* exportActor(q: Queryable, tenantId: string, actorId: string, pageSize = 1000): AsyncGenerator<{ type: string; record: Record<string, unknown> }> {
+export async function* exportActor(
+  q: Queryable,
+  tenantId: string,
+  actorId: string,
+  pageSize = 1000,
+): AsyncGenerator<{ type: string; record: Record<string, unknown> }> {
   const ids = await actorIds(q, tenantId, actorId);
   // Each table in its key order, resumed after the last key seen (keyset pages, so a page costs the same at any depth).
   const tables: { type: string; table: string; where: string; key: string }[] = [
     { type: 'event', table: 'events', where: 'actor_id = ANY($2::text[])', key: 'event_id::text' },
     { type: 'session', table: 'sessions', where: 'actor_id = ANY($2::text[])', key: 'session_id' },
     { type: 'exception', table: 'exceptions', where: 'actor_id = ANY($2::text[])', key: 'exception_id' },
-    { type: 'identity_link', table: 'actor_links', where: '(anonymous_actor_id = ANY($2::text[]) OR identified_actor_id = ANY($2::text[]))', key: 'anonymous_actor_id' },
+    {
+      type: 'identity_link',
+      table: 'actor_links',
+      where: '(anonymous_actor_id = ANY($2::text[]) OR identified_actor_id = ANY($2::text[]))',
+      key: 'anonymous_actor_id',
+    },
     { type: 'environment', table: 'environments', where: 'actor_id = ANY($2::text[])', key: "actor_id || '\u0001' || session_id" },
   ];
   for (const t of tables) {

@@ -31,8 +31,17 @@ export async function exceptionGroups(q: Queryable, tenantId: string, f: Excepti
       WHERE ($9::timestamptz IS NULL OR (g.last_seen, g.fingerprint) < ($9::timestamptz, $10::text))
       ORDER BY g.last_seen DESC, g.fingerprint DESC LIMIT $11`,
     [
-      tenantId, f.productId ?? null, f.version ?? null, f.severity ?? null, f.since ?? null, f.until ?? null,
-      f.accountId ?? null, f.licenseId ?? null, f.before?.lastSeen ?? null, f.before?.fingerprint ?? null, f.limit,
+      tenantId,
+      f.productId ?? null,
+      f.version ?? null,
+      f.severity ?? null,
+      f.since ?? null,
+      f.until ?? null,
+      f.accountId ?? null,
+      f.licenseId ?? null,
+      f.before?.lastSeen ?? null,
+      f.before?.fingerprint ?? null,
+      f.limit,
     ],
   );
   return rows.map((r) => {

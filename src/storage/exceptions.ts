@@ -31,9 +31,23 @@ export async function insertException(q: Queryable, tenantId: string, e: Excepti
        ON CONFLICT (tenant_id, exception_id) DO NOTHING RETURNING fingerprint)
      SELECT fingerprint FROM ins UNION ALL SELECT fingerprint FROM exceptions WHERE tenant_id = $1 AND exception_id = $2 LIMIT 1`,
     [
-      tenantId, e.exception_id, e.product_id, e.product_version, e.exception_type, e.severity, e.occurred_at, receivedAt,
-      e.actor_id, e.message, e.stack_trace, e.breadcrumbs === undefined ? null : JSON.stringify(e.breadcrumbs), e.session_id, e.account_id,
-      e.license_id, e.environment_context === undefined ? null : JSON.stringify(e.environment_context), e.fingerprint,
+      tenantId,
+      e.exception_id,
+      e.product_id,
+      e.product_version,
+      e.exception_type,
+      e.severity,
+      e.occurred_at,
+      receivedAt,
+      e.actor_id,
+      e.message,
+      e.stack_trace,
+      e.breadcrumbs === undefined ? null : JSON.stringify(e.breadcrumbs),
+      e.session_id,
+      e.account_id,
+      e.license_id,
+      e.environment_context === undefined ? null : JSON.stringify(e.environment_context),
+      e.fingerprint,
     ],
   );
   return rows[0]!.fingerprint;

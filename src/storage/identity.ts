@@ -49,7 +49,13 @@ export async function traitsOf(q: Queryable, tenantId: string, actorIds: string[
 }
 
 /** Keeps the latest environment per (actor, session); '' stands for "no session". */
-export async function upsertEnvironments(q: Queryable, tenantId: string, data: unknown, pairs: { actorId: string; sessionId: string | null }[], receivedAt: Date): Promise<void> {
+export async function upsertEnvironments(
+  q: Queryable,
+  tenantId: string,
+  data: unknown,
+  pairs: { actorId: string; sessionId: string | null }[],
+  receivedAt: Date,
+): Promise<void> {
   if (pairs.length === 0) return;
   const unique = [...new Map(pairs.map((p) => [`${p.actorId}\u0001${p.sessionId ?? ''}`, p])).values()].sort((a, b) =>
     a.actorId + (a.sessionId ?? '') < b.actorId + (b.sessionId ?? '') ? -1 : 1,

@@ -53,13 +53,7 @@ export function deadLettersInsertSql(t: string, k: string, r: string, j: string)
 /** The JSON rows for deadLettersInsertSql, each with a new UUIDv7. */
 export const deadLetterRows = (letters: DeadLetter[]): string => JSON.stringify(letters.map((l) => ({ id: uuidv7(), ...l })));
 
-export async function insertDeadLetters(
-  q: Queryable,
-  tenantId: string,
-  apiKeyId: string | null,
-  receivedAt: Date,
-  letters: DeadLetter[],
-): Promise<void> {
+export async function insertDeadLetters(q: Queryable, tenantId: string, apiKeyId: string | null, receivedAt: Date, letters: DeadLetter[]): Promise<void> {
   if (letters.length === 0) return;
   await q.query(deadLettersInsertSql('$1', '$2', '$3', '$4'), [tenantId, apiKeyId, receivedAt, deadLetterRows(letters)]);
 }
@@ -119,9 +113,9 @@ export async function listDeadLetters(q: Queryable, tenantId: string, f: Invalid
 export async function purgeDeadLetters(q: Queryable, olderThan: Date, limit: number): Promise<number> {
   const hex = olderThan.getTime().toString(16).padStart(12, '0');
   const boundary = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
-  const rows = await q.query(
-    'DELETE FROM invalid_events WHERE id IN (SELECT id FROM invalid_events WHERE id < $1::uuid ORDER BY id LIMIT $2) RETURNING id',
-    [boundary, limit],
-  );
+  const rows = await q.query('DELETE FROM invalid_events WHERE id IN (SELECT id FROM invalid_events WHERE id < $1::uuid ORDER BY id LIMIT $2) RETURNING id', [
+    boundary,
+    limit,
+  ]);
   return rows.length;
 }

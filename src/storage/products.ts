@@ -42,16 +42,21 @@ export async function insertProduct(q: Queryable, tenantId: string, slug: string
 /** A product by its id or its slug. */
 export async function findProduct(q: Queryable, tenantId: string, idOrSlug: string): Promise<ProductRow | undefined> {
   const rows = isUuidText(idOrSlug)
-    ? await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND (id = $2::uuid OR slug = $3) ORDER BY (id = $2::uuid) DESC LIMIT 1`, [tenantId, idOrSlug, idOrSlug])
+    ? await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND (id = $2::uuid OR slug = $3) ORDER BY (id = $2::uuid) DESC LIMIT 1`, [
+        tenantId,
+        idOrSlug,
+        idOrSlug,
+      ])
     : await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND slug = $2`, [tenantId, idOrSlug]);
   return rows[0] ? toProduct(rows[0]) : undefined;
 }
 
 export async function listProducts(q: Queryable, tenantId: string, limit: number, afterId: string | undefined): Promise<ProductRow[]> {
-  const rows = await q.query(
-    `SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid) ORDER BY id LIMIT $3`,
-    [tenantId, afterId ?? null, limit],
-  );
+  const rows = await q.query(`SELECT ${COLUMNS} FROM products WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid) ORDER BY id LIMIT $3`, [
+    tenantId,
+    afterId ?? null,
+    limit,
+  ]);
   return rows.map(toProduct);
 }
 
@@ -70,10 +75,10 @@ export async function updateProduct(
 }
 
 export async function markProductDeleting(q: Queryable, tenantId: string, productId: string): Promise<ProductRow | undefined> {
-  const rows = await q.query(
-    `UPDATE products SET status = 'deleting', updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, productId],
-  );
+  const rows = await q.query(`UPDATE products SET status = 'deleting', updated_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`, [
+    tenantId,
+    productId,
+  ]);
   return rows[0] ? toProduct(rows[0]) : undefined;
 }
 
@@ -102,7 +107,15 @@ export function catalogForBatch(db: Db, tenantId: string, slugs: string[], versi
 }
 
 async function readCatalog(q: Queryable, tenantId: string, slugs: string[], versions: string[]): Promise<BatchCatalog> {
-  const rows = await q.query<{ id: string; slug: string; status: string; strict_versions_enabled: boolean; allowlist_enabled: boolean; version: string | null; version_status: string | null }>(
+  const rows = await q.query<{
+    id: string;
+    slug: string;
+    status: string;
+    strict_versions_enabled: boolean;
+    allowlist_enabled: boolean;
+    version: string | null;
+    version_status: string | null;
+  }>(
     `SELECT p.id, p.slug, p.status, p.strict_versions_enabled, p.allowlist_enabled, v.version, v.status AS version_status
        FROM products p
        LEFT JOIN product_versions v ON v.product_id = p.id AND v.version = ANY($3::text[])

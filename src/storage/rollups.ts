@@ -28,7 +28,11 @@ export interface FoldRange {
  * `until` or the snapshot's xmax. `capped` says whether more remains below those; `xmax` is the
  * snapshot's (a job pins the first slice's, so that it ends even while rows keep coming).
  */
-export async function foldRange(q: Queryable, maxXids = Number.MAX_SAFE_INTEGER, until = Number.MAX_SAFE_INTEGER): Promise<FoldRange & { capped: boolean; xmax: number }> {
+export async function foldRange(
+  q: Queryable,
+  maxXids = Number.MAX_SAFE_INTEGER,
+  until = Number.MAX_SAFE_INTEGER,
+): Promise<FoldRange & { capped: boolean; xmax: number }> {
   const [row] = await q.query<{ from: string; to: string; xip: string[] | null; pending: string[] | null }>(
     `SELECT s.horizon::text AS from, s.pending::text[] AS pending,
             pg_snapshot_xmax(pg_current_snapshot())::text AS to,
@@ -79,7 +83,9 @@ export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
  * is kept off whole-table scans for the fold's statements.
  */
 export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Set<string>> {
-  await q.query(`SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid,actor_links_ingest_xid}'::regclass[]) AS i`);
+  await q.query(
+    `SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid,actor_links_ingest_xid}'::regclass[]) AS i`,
+  );
   // The slice is grouped by hashing, in memory: the planner cannot know how few distinct
   // combinations a slice has (1M events of a real product are a few thousand), and a sort of the
   // whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold.

@@ -25,7 +25,12 @@ const row = (r: Record<string, unknown>): SegmentRow => ({
   updated_at: iso(r.updated_at)!,
 });
 
-export async function insertSegment(q: Queryable, tenantId: string, s: { name: string; description?: string | undefined; definition: unknown; static?: boolean }, now: Date): Promise<SegmentRow> {
+export async function insertSegment(
+  q: Queryable,
+  tenantId: string,
+  s: { name: string; description?: string | undefined; definition: unknown; static?: boolean },
+  now: Date,
+): Promise<SegmentRow> {
   const rows = await q.query(
     `INSERT INTO segments (id, tenant_id, name, description, definition, static, created_at, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $7) RETURNING ${COLUMNS}`,
     [uuidv7(), tenantId, s.name, s.description ?? null, JSON.stringify(s.definition), s.static ?? false, now],
@@ -35,7 +40,11 @@ export async function insertSegment(q: Queryable, tenantId: string, s: { name: s
 
 export async function addStaticMembers(q: Queryable, tenantId: string, segmentId: string, actorIds: string[]): Promise<void> {
   if (actorIds.length === 0) return;
-  await q.query('INSERT INTO segment_members (tenant_id, segment_id, actor_id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING', [tenantId, segmentId, actorIds]);
+  await q.query('INSERT INTO segment_members (tenant_id, segment_id, actor_id) SELECT $1, $2, unnest($3::text[]) ON CONFLICT DO NOTHING', [
+    tenantId,
+    segmentId,
+    actorIds,
+  ]);
 }
 
 export async function getSegment(q: Queryable, tenantId: string, id: string): Promise<SegmentRow | undefined> {
@@ -45,11 +54,21 @@ export async function getSegment(q: Queryable, tenantId: string, id: string): Pr
 }
 
 export async function listSegments(q: Queryable, tenantId: string, after: string | undefined, limit: number): Promise<SegmentRow[]> {
-  const rows = await q.query(`SELECT ${COLUMNS} FROM segments WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid) ORDER BY id LIMIT $3`, [tenantId, after ?? null, limit]);
+  const rows = await q.query(`SELECT ${COLUMNS} FROM segments WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id > $2::uuid) ORDER BY id LIMIT $3`, [
+    tenantId,
+    after ?? null,
+    limit,
+  ]);
   return rows.map(row);
 }
 
-export async function updateSegment(q: Queryable, tenantId: string, id: string, s: { name?: string | undefined; description?: string | undefined; definition?: unknown }, now: Date): Promise<SegmentRow | undefined> {
+export async function updateSegment(
+  q: Queryable,
+  tenantId: string,
+  id: string,
+  s: { name?: string | undefined; description?: string | undefined; definition?: unknown },
+  now: Date,
+): Promise<SegmentRow | undefined> {
   if (!(await getSegment(q, tenantId, id))) return undefined;
   const rows = await q.query(
     `UPDATE segments SET name = COALESCE($3, name), description = COALESCE($4, description), definition = COALESCE($5::jsonb, definition), updated_at = $6

@@ -35,14 +35,33 @@ function toSession(r: Record<string, unknown>): SessionRow {
 const COLUMNS = 'session_id, started_at, ended_at, end_reason, account_id, license_id';
 
 /** Inserts the session unless it exists; returns whether it was new. A repeated start changes nothing. */
-export async function insertSession(q: Queryable, tenantId: string, s: SessionStart, receivedAt: Date, end?: { ended_at: string; end_reason: string }): Promise<boolean> {
+export async function insertSession(
+  q: Queryable,
+  tenantId: string,
+  s: SessionStart,
+  receivedAt: Date,
+  end?: { ended_at: string; end_reason: string },
+): Promise<boolean> {
   const rows = await q.query(
     `WITH early AS (DELETE FROM session_early_signs WHERE tenant_id = $1 AND session_id = $2 RETURNING last_seen_at)
      INSERT INTO sessions (tenant_id, session_id, product_id, product_version, actor_id, account_id, license_id, properties,
                            started_at, last_seen_at, ended_at, end_reason, received_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::timestamptz, greatest($9::timestamptz, (SELECT max(last_seen_at) FROM early)), $10, $11, $12)
      ON CONFLICT (tenant_id, session_id) DO NOTHING RETURNING session_id`,
-    [tenantId, s.session_id, s.product_id, s.product_version, s.actor_id, s.account_id, s.license_id, s.properties, s.started_at, end?.ended_at ?? null, end?.end_reason ?? null, receivedAt],
+    [
+      tenantId,
+      s.session_id,
+      s.product_id,
+      s.product_version,
+      s.actor_id,
+      s.account_id,
+      s.license_id,
+      s.properties,
+      s.started_at,
+      end?.ended_at ?? null,
+      end?.end_reason ?? null,
+      receivedAt,
+    ],
   );
   return rows.length > 0;
 }
@@ -76,7 +95,12 @@ export async function keepPendingEnd(q: Queryable, tenantId: string, sessionId: 
 }
 
 /** Takes (and removes) a pending end for this session, if one arrived within the last hour. */
-export async function takePendingEnd(q: Queryable, tenantId: string, sessionId: string, now: Date): Promise<{ ended_at: string; end_reason: string } | undefined> {
+export async function takePendingEnd(
+  q: Queryable,
+  tenantId: string,
+  sessionId: string,
+  now: Date,
+): Promise<{ ended_at: string; end_reason: string } | undefined> {
   const rows = await q.query<{ ended_at: Date; end_reason: string; received_at: Date }>(
     'DELETE FROM pending_session_ends WHERE tenant_id = $1 AND session_id = $2 RETURNING ended_at, end_reason, received_at',
     [tenantId, sessionId],

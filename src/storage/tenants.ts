@@ -71,10 +71,7 @@ export async function getTenant(q: Queryable, tenantId: string): Promise<TenantR
 
 /** Tenants in creation order (ids are UUIDv7), after the id `after`; limit + 1 rows tell whether more follow. */
 export async function listTenants(q: Queryable, opts: { after?: string | undefined; limit: number }): Promise<TenantRow[]> {
-  const rows = await q.query(
-    `SELECT ${COLUMNS} FROM tenants WHERE ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`,
-    [opts.after ?? null, opts.limit],
-  );
+  const rows = await q.query(`SELECT ${COLUMNS} FROM tenants WHERE ($1::uuid IS NULL OR id > $1::uuid) ORDER BY id LIMIT $2`, [opts.after ?? null, opts.limit]);
   return rows.map(toTenant);
 }
 
@@ -127,27 +124,23 @@ export async function updateTenant(q: Queryable, tenantId: string, patch: Tenant
   return rows[0] ? toTenant(rows[0]) : undefined;
 }
 
-export async function insertApiKey(
-  q: Queryable,
-  tenantId: string,
-  name: string,
-  permissions: Permission[],
-): Promise<IssuedKey> {
+export async function insertApiKey(q: Queryable, tenantId: string, name: string, permissions: Permission[]): Promise<IssuedKey> {
   const { key, prefix, hash } = generateApiKey();
   const id = uuidv7();
-  await q.query(
-    'INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, permissions) VALUES ($1, $2, $3, $4, $5, $6)',
-    [id, tenantId, name, prefix, hash, permissions],
-  );
+  await q.query('INSERT INTO api_keys (id, tenant_id, name, prefix, key_hash, permissions) VALUES ($1, $2, $3, $4, $5, $6)', [
+    id,
+    tenantId,
+    name,
+    prefix,
+    hash,
+    permissions,
+  ]);
   return { id, name, key, permissions };
 }
 
 /** Revokes a key of this tenant; false when the tenant has no such key. */
 export async function revokeApiKey(q: Queryable, tenantId: string, keyId: string): Promise<boolean> {
-  const rows = await q.query(
-    'UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2 RETURNING id',
-    [tenantId, keyId],
-  );
+  const rows = await q.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE tenant_id = $1 AND id = $2 RETURNING id', [tenantId, keyId]);
   return rows.length > 0;
 }
 
@@ -160,10 +153,16 @@ export interface KeyPrincipal {
 
 /** The live key with this hash and its tenant, in one round trip (or none, where cached: catalog.ts). */
 export function findKeyByHash(db: Db, hash: string): Promise<KeyPrincipal | undefined> {
-  return catalogOf(db).read(`key ${hash}`, () => keyByHash(db, hash), (principal) => principal !== undefined);
+  return catalogOf(db).read(
+    `key ${hash}`,
+    () => keyByHash(db, hash),
+    (principal) => principal !== undefined,
+  );
 }
 
-const TENANT_COLUMNS = COLUMNS.split(',').map((c) => 't.' + c.trim()).join(', ');
+const TENANT_COLUMNS = COLUMNS.split(',')
+  .map((c) => 't.' + c.trim())
+  .join(', ');
 
 async function keyByHash(q: Queryable, hash: string): Promise<KeyPrincipal | undefined> {
   const rows = await q.query(

@@ -8,9 +8,9 @@ import type { Queryable } from './db.js';
 export const USAGE_SHARDS = 8;
 
 export async function getUsage(q: Queryable, tenantId: string, periodStart: Date): Promise<number> {
-  const [row] = await q.query<{ n: number }>(
-    'SELECT coalesce(sum(events), 0)::bigint AS n FROM usage_counters WHERE tenant_id = $1 AND period_start = $2',
-    [tenantId, periodStart],
-  );
+  const [row] = await q.query<{ n: number }>('SELECT coalesce(sum(events), 0)::bigint AS n FROM usage_counters WHERE tenant_id = $1 AND period_start = $2', [
+    tenantId,
+    periodStart,
+  ]);
   return Number(row?.n ?? 0);
 }

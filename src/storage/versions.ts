@@ -47,12 +47,7 @@ export const versionKey = (productId: string, version: string): string => `${pro
  * decides, and concurrent batches that bring the same new version make one row. Sorted so that
  * two batches never lock the same pairs in opposite orders.
  */
-export async function autoRegisterVersions(
-  q: Queryable,
-  tenantId: string,
-  pairs: { productId: string; version: string }[],
-  seenAt: Date,
-): Promise<void> {
+export async function autoRegisterVersions(q: Queryable, tenantId: string, pairs: { productId: string; version: string }[], seenAt: Date): Promise<void> {
   if (pairs.length === 0) return;
   const [ids, products, versions] = autoRegisterParams(pairs);
   await q.query(autoRegisterSql('$1', '$2', '$3', '$4', '$5'), [tenantId, ids, products, versions, seenAt]);

@@ -25,7 +25,12 @@ after(async () => db?.close());
 
 type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
 async function post(url: string, key: string, body: unknown, signal?: AbortSignal): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
 }
 async function setupTenant(server: ServerProcess, plan = 'enterprise'): Promise<{ id: string; key: string }> {
   const created = (await (await post(`${server.url}/admin/v1/tenants`, ADMIN, { name: 'faults', plan })).json()) as Created;
@@ -113,19 +118,30 @@ describe('faults', { skip }, () => {
       // 150 events through both processes: the cap (100, no grace) is reached and then holds on both.
       const codes: number[] = [];
       for (let i = 0; i < 15; i++) {
-        const res = await post(`${(i % 2 ? a : b).url}/v1/events`, capped.key, Array.from({ length: 10 }, () => event()));
+        const res = await post(
+          `${(i % 2 ? a : b).url}/v1/events`,
+          capped.key,
+          Array.from({ length: 10 }, () => event()),
+        );
         codes.push(res.status);
         await res.arrayBuffer();
       }
       assert.deepEqual(codes.slice(0, 10), Array(10).fill(200));
-      assert.ok(codes.slice(10).every((c) => c === 402), codes.join(','));
+      assert.ok(
+        codes.slice(10).every((c) => c === 402),
+        codes.join(','),
+      );
       assert.equal((await storedIds(capped.id)).size, 100);
 
       // Rollups: both processes run the job every second; each row must be folded once.
       const tenant = await setupTenant(b, 'enterprise');
       const now = new Date().toISOString();
       for (const server of [a, b, a, b]) {
-        const res = await post(`${server.url}/v1/events`, tenant.key, Array.from({ length: 25 }, () => event({ account_id: 'acme', timestamp: now })));
+        const res = await post(
+          `${server.url}/v1/events`,
+          tenant.key,
+          Array.from({ length: 25 }, () => event({ account_id: 'acme', timestamp: now })),
+        );
         await res.arrayBuffer();
       }
       let events = 0;

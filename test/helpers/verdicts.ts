@@ -61,7 +61,11 @@ export function assertRejectedAlone(res: LightMyRequestResponse, length: number,
 }
 
 /** A problem+json answer with this status and code. */
-export function assertProblem(res: LightMyRequestResponse | { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code: string): void {
+export function assertProblem(
+  res: LightMyRequestResponse | { statusCode: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  code: string,
+): void {
   assert.equal(res.statusCode, status, `expected ${status} ${code}, got ${res.statusCode}: ${res.body.slice(0, 500)}`);
   assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
   const body = JSON.parse(res.body) as { code: string; status: number };

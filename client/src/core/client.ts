@@ -10,7 +10,23 @@ import { Identity } from './identity.js';
 import { DurableQueue } from './queue.js';
 import { Sessions } from './session.js';
 import { TallyScope } from './scope.js';
-import type { Breadcrumb, CallContext, CaptureOptions, ExceptionBody, FlushResult, IdentifyOptions, PageOptions, Properties, QueueStorage, TallyIssue, TallyOptions, TallyStats, Traits, TrackOptions, WireEvent } from './types.js';
+import type {
+  Breadcrumb,
+  CallContext,
+  CaptureOptions,
+  ExceptionBody,
+  FlushResult,
+  IdentifyOptions,
+  PageOptions,
+  Properties,
+  QueueStorage,
+  TallyIssue,
+  TallyOptions,
+  TallyStats,
+  Traits,
+  TrackOptions,
+  WireEvent,
+} from './types.js';
 import { uuidv7 } from './uuid.js';
 import { checkContextId, checkProperties, checkText, LIMITS, utf8Length } from './validate.js';
 
@@ -76,10 +92,19 @@ export class TallyClient {
     // Disabled: memory only, so that not even a queue directory is made.
     this.storage = o.disabled || options.storage === 'memory' ? new MemoryStorage() : (options.storage ?? platform.storage(options, report));
     this.identity =
-      o.mode === 'server' ? undefined : new Identity(this.storage, options.actorId, (err) => this.report({ code: 'storage_error', message: `could not save the actor id: ${String(err)}` }));
+      o.mode === 'server'
+        ? undefined
+        : new Identity(this.storage, options.actorId, (err) => this.report({ code: 'storage_error', message: `could not save the actor id: ${String(err)}` }));
     this.scopes = platform.scopes?.() ?? syncScopeStore();
     this.processActor = options.actorId ?? 'server';
-    this.environment = { ...platform.environment(), product: o.product, app_version: o.productVersion, sdk: SDK_NAME, sdk_version: SDK_VERSION, ...options.environment };
+    this.environment = {
+      ...platform.environment(),
+      product: o.product,
+      app_version: o.productVersion,
+      sdk: SDK_NAME,
+      sdk_version: SDK_VERSION,
+      ...options.environment,
+    };
     this.crumbs = new BreadcrumbRing(o.maxBreadcrumbs);
     this.queue = new DurableQueue(this.storage, { maxRecords: o.maxQueueRecords, maxBytes: o.maxQueueBytes }, report);
     this.sessions = new Sessions(
@@ -180,7 +205,10 @@ export class TallyClient {
     }
     if (id.userId !== undefined) {
       // The server links an anonymous id to one user only (409 otherwise): call reset() at logout.
-      this.report({ code: 'misuse', message: `identify("${userId}") while identified as another user: tracking as the new user without a link; call reset() at logout` });
+      this.report({
+        code: 'misuse',
+        message: `identify("${userId}") while identified as another user: tracking as the new user without a link; call reset() at logout`,
+      });
     } else this.link(id.anonymousId, userId, t.properties, at);
     id.userId = userId;
     id.save();
@@ -284,7 +312,15 @@ export class TallyClient {
       if (!who) return undefined;
       const now = Date.now();
       const id = uuidv7(now);
-      const body = { session_id: id, actor_id: who.actor, product: this.options.product, product_version: this.options.productVersion, started_at: iso(now), ...(props.properties ? { properties: props.properties } : {}), ...accountLicense(who) };
+      const body = {
+        session_id: id,
+        actor_id: who.actor,
+        product: this.options.product,
+        product_version: this.options.productVersion,
+        started_at: iso(now),
+        ...(props.properties ? { properties: props.properties } : {}),
+        ...accountLicense(who),
+      };
       this.queue.put({ id: uuidv7(now), kind: 'session_start', body });
       this.schedulePump();
       return id;
@@ -441,7 +477,8 @@ export class TallyClient {
     if (at === undefined) return this.refuse('invalid_event', `event ${category}/${name}: timestamp is not a date`);
     const who = this.who(opts, `event ${category}/${name}`, now);
     if (!who) return undefined;
-    if (this.options.sampleRate < 1 && Math.random() >= this.options.sampleRate) return this.filter(`event ${category}/${name}: sampled out (sampleRate ${this.options.sampleRate})`);
+    if (this.options.sampleRate < 1 && Math.random() >= this.options.sampleRate)
+      return this.filter(`event ${category}/${name}: sampled out (sampleRate ${this.options.sampleRate})`);
     let event: WireEvent | null | undefined = {
       event_id: uuidv7(now),
       category,
@@ -460,15 +497,21 @@ export class TallyClient {
         event = this.options.beforeSend(event);
       } catch (err) {
         this.filtered++;
-        this.report({ code: 'refused', reason: 'before_send_failed', message: `beforeSend threw on ${category}/${name} (${String(err)}); the event is dropped` });
+        this.report({
+          code: 'refused',
+          reason: 'before_send_failed',
+          message: `beforeSend threw on ${category}/${name} (${String(err)}); the event is dropped`,
+        });
         return undefined;
       }
       if (!event) return this.filter(`event ${category}/${name}: beforeSend returned ${String(event)}`);
-      const again = checkText('category', event.category, LIMITS.category) ?? checkText('name', event.name, LIMITS.name) ?? checkProperties(event.properties).message;
+      const again =
+        checkText('category', event.category, LIMITS.category) ?? checkText('name', event.name, LIMITS.name) ?? checkProperties(event.properties).message;
       if (again) return this.refuse('invalid_event', `beforeSend's result: ${again}`);
     }
     const bytes = utf8Length(JSON.stringify(event));
-    if (bytes > LIMITS.eventBytes) return this.refuse('event_too_large', `event ${event.category}/${event.name} is ${bytes} bytes serialised; at most ${LIMITS.eventBytes}`);
+    if (bytes > LIMITS.eventBytes)
+      return this.refuse('event_too_large', `event ${event.category}/${event.name} is ${bytes} bytes serialised; at most ${LIMITS.eventBytes}`);
     this.queue.put({ id: event.event_id, kind: 'event', body: event });
     this.crumb('track', `${event.category}/${event.name}`);
     this.options.debug?.(`queued event ${event.category}/${event.name} (${event.event_id}) for actor ${event.actor_id}`, event.properties);
@@ -512,7 +555,14 @@ export class TallyClient {
     this.queue.put({
       id: uuidv7(),
       kind: 'identify',
-      body: { anonymous_actor_id: anonymous, identified_actor_id: userId, identified_at: iso(at), product: this.options.product, product_version: this.options.productVersion, ...(traits ? { traits: traits as Record<string, string | number | boolean> } : {}) },
+      body: {
+        anonymous_actor_id: anonymous,
+        identified_actor_id: userId,
+        identified_at: iso(at),
+        product: this.options.product,
+        product_version: this.options.productVersion,
+        ...(traits ? { traits: traits as Record<string, string | number | boolean> } : {}),
+      },
     });
     this.options.debug?.(`queued identify ${anonymous} → ${userId}`, traits);
     this.schedulePump();
@@ -568,7 +618,10 @@ export class TallyClient {
   }
 
   private misuse(call: string): void {
-    this.report({ code: 'misuse', message: `${call} does not apply in ${this.options.mode} mode; ignored${this.options.mode === 'server' ? ' (name the actor, account and license per call or in a scope)' : ''}` });
+    this.report({
+      code: 'misuse',
+      message: `${call} does not apply in ${this.options.mode} mode; ignored${this.options.mode === 'server' ? ' (name the actor, account and license per call or in a scope)' : ''}`,
+    });
   }
 
   private report(issue: TallyIssue): void {

@@ -44,7 +44,10 @@ export function checkContext(c: CallContext): string | undefined {
     const bad = checkText('sessionId', c.sessionId, LIMITS.contextId);
     if (bad) return bad;
   }
-  return (c.accountId !== undefined ? checkContextId('accountId', c.accountId) : undefined) ?? (c.licenseId !== undefined ? checkContextId('licenseId', c.licenseId) : undefined);
+  return (
+    (c.accountId !== undefined ? checkContextId('accountId', c.accountId) : undefined) ??
+    (c.licenseId !== undefined ? checkContextId('licenseId', c.licenseId) : undefined)
+  );
 }
 
 /** A Date, epoch milliseconds or a date string as epoch milliseconds; undefined when it is none of these. */

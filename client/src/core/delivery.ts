@@ -36,7 +36,8 @@ const PATHS: Record<Exclude<RecordKind, 'session_open'>, string> = {
   identify: '/v1/actors/identify',
 };
 
-type Unit = { kind: 'event'; records: QueuedRecord[]; bytes: number } | { kind: Exclude<RecordKind, 'session_open' | 'event'>; records: [QueuedRecord]; bytes: number };
+type Unit =
+  { kind: 'event'; records: QueuedRecord[]; bytes: number } | { kind: Exclude<RecordKind, 'session_open' | 'event'>; records: [QueuedRecord]; bytes: number };
 
 /** Room for `[`, `]` and commas. */
 const batchBytes = (eventBytes: number, n: number) => eventBytes + n + 1;
@@ -178,7 +179,11 @@ export class Delivery {
     if (status >= 200 && status < 300) return this.delivered(unit, answer.body);
     if (status === 401 || status === 403) {
       this.paused = status === 401 ? 'unauthorized' : 'forbidden';
-      this.report({ code: this.paused, status, message: `the server refused the API key (${status}); sending is paused and ${this.queue.size} record(s) stay queued` });
+      this.report({
+        code: this.paused,
+        status,
+        message: `the server refused the API key (${status}); sending is paused and ${this.queue.size} record(s) stay queued`,
+      });
       return;
     }
     if (status === 402) return this.park(answer);
@@ -230,7 +235,13 @@ export class Delivery {
     this.rejected += unit.records.length;
     this.queue.remove(unit.records.map((r) => r.id));
     const what = unit.kind === 'event' ? `${unit.records.length} event(s)` : `a ${unit.kind.replace('_', ' ')}`;
-    this.report({ code: 'rejected', status, reason, count: unit.records.length, message: `the server rejected ${what} for good (${status} ${reason}); not retried` });
+    this.report({
+      code: 'rejected',
+      status,
+      reason,
+      count: unit.records.length,
+      message: `the server rejected ${what} for good (${status} ${reason}); not retried`,
+    });
   }
 
   /** 402: everything stays on storage; one small probe at a time, with backoff, until it is accepted. */

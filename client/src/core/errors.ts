@@ -22,7 +22,7 @@ export function describeError(error: unknown): { type: string; message?: string;
   }
   let text: string;
   try {
-    text = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+    text = typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
   } catch {
     text = String(error);
   }

@@ -67,7 +67,10 @@ export function resolveOptions(o: TallyOptions, defaults: { sessionTimeoutMs: nu
   const sampleRate = o.sampleRate ?? 1;
   if (typeof sampleRate !== 'number' || !(sampleRate >= 0 && sampleRate <= 1)) throw new TypeError('tally: sampleRate must be a number from 0 to 1');
   if (o.beforeSend !== undefined && typeof o.beforeSend !== 'function') throw new TypeError('tally: beforeSend must be a function');
-  const logger = o.logger === false ? undefined : (o.logger ?? { warn: (m: string, d?: unknown) => (d === undefined ? console.warn(`[tally] ${m}`) : console.warn(`[tally] ${m}`, d)) });
+  const logger =
+    o.logger === false
+      ? undefined
+      : (o.logger ?? { warn: (m: string, d?: unknown) => (d === undefined ? console.warn(`[tally] ${m}`) : console.warn(`[tally] ${m}`, d)) });
   const debug = o.debug
     ? logger?.debug
       ? (m: string, d?: unknown) => logger.debug!(m, d)

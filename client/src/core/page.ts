@@ -27,11 +27,17 @@ export interface PageHere {
  * The page view's properties, or undefined without a URL. `previous` is the URL of the last page
  * view of this page (the referrer of a single-page app's navigation).
  */
-export function pageProperties(here: PageHere | undefined, opts: PageOptions, previous: string | undefined, keepQuery: boolean): { url: string; properties: Record<string, string | undefined> } | undefined {
+export function pageProperties(
+  here: PageHere | undefined,
+  opts: PageOptions,
+  previous: string | undefined,
+  keepQuery: boolean,
+): { url: string; properties: Record<string, string | undefined> } | undefined {
   const raw = opts.url ?? here?.url;
   if (raw === undefined) return undefined;
   const url = pageUrl(raw, keepQuery);
-  const referrer = opts.referrer !== undefined ? pageUrl(opts.referrer, keepQuery) : (previous ?? (here?.referrer ? pageUrl(here.referrer, keepQuery) : undefined));
+  const referrer =
+    opts.referrer !== undefined ? pageUrl(opts.referrer, keepQuery) : (previous ?? (here?.referrer ? pageUrl(here.referrer, keepQuery) : undefined));
   let path: string | undefined;
   try {
     path = new URL(url).pathname;

@@ -154,7 +154,11 @@ export class DurableQueue {
     const now = Date.now();
     if (now - this.lastDropReport < 10_000) return;
     this.lastDropReport = now;
-    this.report({ code: 'dropped', count: this.unreported, message: `the queue is full: dropped the ${this.unreported} oldest record(s) (${this.dropped} in all)` });
+    this.report({
+      code: 'dropped',
+      count: this.unreported,
+      message: `the queue is full: dropped the ${this.unreported} oldest record(s) (${this.dropped} in all)`,
+    });
     this.unreported = 0;
   }
 

@@ -12,7 +12,16 @@ export interface NodeOptions extends TallyOptions {
   queueDir?: string;
 }
 
-const OS_NAMES: Record<string, string> = { linux: 'Linux', darwin: 'macOS', win32: 'Windows', freebsd: 'FreeBSD', openbsd: 'OpenBSD', sunos: 'SunOS', aix: 'AIX', android: 'Android' };
+const OS_NAMES: Record<string, string> = {
+  linux: 'Linux',
+  darwin: 'macOS',
+  win32: 'Windows',
+  freebsd: 'FreeBSD',
+  openbsd: 'OpenBSD',
+  sunos: 'SunOS',
+  aix: 'AIX',
+  android: 'Android',
+};
 
 function environment(): Record<string, unknown> {
   const intl = Intl.DateTimeFormat().resolvedOptions();

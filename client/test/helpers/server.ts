@@ -46,7 +46,10 @@ export interface SessionRow {
 }
 
 export async function sessions(db: Db, tenantId: string): Promise<SessionRow[]> {
-  return db.query<SessionRow>('SELECT session_id, actor_id, account_id, license_id, started_at, ended_at, end_reason FROM sessions WHERE tenant_id = $1 ORDER BY started_at', [tenantId]);
+  return db.query<SessionRow>(
+    'SELECT session_id, actor_id, account_id, license_id, started_at, ended_at, end_reason FROM sessions WHERE tenant_id = $1 ORDER BY started_at',
+    [tenantId],
+  );
 }
 
 export async function rows<T>(db: Db, sql: string, params: unknown[]): Promise<T[]> {
@@ -59,7 +62,11 @@ export async function rows<T>(db: Db, sql: string, params: unknown[]): Promise<T
  * requests sent and not yet answered: the log is complete only when it is 0 (an event can be
  * stored before its answer arrives).
  */
-export function recordingFetch(): { fetch: typeof fetch; log: { path: string; status: number | 'error'; at: number; events?: number; env: boolean }[]; inFlight: () => number } {
+export function recordingFetch(): {
+  fetch: typeof fetch;
+  log: { path: string; status: number | 'error'; at: number; events?: number; env: boolean }[];
+  inFlight: () => number;
+} {
   const log: { path: string; status: number | 'error'; at: number; events?: number; env: boolean }[] = [];
   let inFlight = 0;
   const wrapped: typeof fetch = async (input, init) => {

@@ -3,13 +3,7 @@ import type { FastifyInstance } from 'fastify';
 // CONTRACT.md "Browser clients": the ingestion routes answer any origin (keys are bearer tokens,
 // no cookies), and every response, errors included, exposes Retry-After. Without these headers
 // a browser hides the status from the client, which then loses or mis-times the batch.
-export const INGESTION_PATHS = [
-  '/v1/events',
-  '/v1/events/sessions',
-  '/v1/events/sessions/end',
-  '/v1/events/exceptions',
-  '/v1/actors/identify',
-] as const;
+export const INGESTION_PATHS = ['/v1/events', '/v1/events/sessions', '/v1/events/sessions/end', '/v1/events/exceptions', '/v1/actors/identify'] as const;
 
 const ingestion: ReadonlySet<string> = new Set(INGESTION_PATHS);
 

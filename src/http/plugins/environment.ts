@@ -16,7 +16,8 @@ function pairsOf(body: unknown): { actorId: string; sessionId: string | null }[]
     if (!isPlainObject(item)) continue;
     const actor = item.actor_id ?? item.anonymous_actor_id;
     if (typeof actor !== 'string' || actor.length === 0 || exceedsCodePoints(actor, LIMITS.actorId) || !isStorableString(actor)) continue;
-    const session = typeof item.session_id === 'string' && item.session_id.length <= 256 && isStorableString(item.session_id) ? item.session_id.toLowerCase() : null;
+    const session =
+      typeof item.session_id === 'string' && item.session_id.length <= 256 && isStorableString(item.session_id) ? item.session_id.toLowerCase() : null;
     pairs.push({ actorId: actor, sessionId: session });
     if (pairs.length >= MAX_PAIRS) break;
   }

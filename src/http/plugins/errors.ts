@@ -82,7 +82,5 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendProblem(reply, 500, 'internal_error', 'an internal error occurred; it has been logged');
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, 404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`),
-  );
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`));
 }

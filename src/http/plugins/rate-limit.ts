@@ -41,7 +41,14 @@ export function createRateLimiter(opts: { redisUrl?: string | undefined; log?: F
     if (!l) {
       const memory = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `rl${points}` });
       l = redis
-        ? new RateLimiterRedis({ storeClient: redis, points, duration: WINDOW_SECONDS, keyPrefix: `tally:rl${points}`, rejectIfRedisNotReady: true, insuranceLimiter: memory })
+        ? new RateLimiterRedis({
+            storeClient: redis,
+            points,
+            duration: WINDOW_SECONDS,
+            keyPrefix: `tally:rl${points}`,
+            rejectIfRedisNotReady: true,
+            insuranceLimiter: memory,
+          })
         : memory;
       limiters.set(points, l);
     }

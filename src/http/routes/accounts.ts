@@ -10,7 +10,10 @@ import * as S from '../schemas/accounts.js';
 // Thin handlers: each calls one query function of src/query/accounts.ts.
 const tags = ['accounts and licenses'];
 const security = [{ bearer: [] }];
-const Page = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String({ maxLength: 1024 })) });
+const Page = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 1024 })),
+});
 const Top = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 20 })) });
 const AccountParams = Type.Object({ accountId: Type.String({ minLength: 1, maxLength: 256 }) });
 const LicenseParams = Type.Object({ licenseId: Type.String({ minLength: 1, maxLength: 256 }) });
@@ -21,41 +24,86 @@ export function accountRoutes(app: App, ctx: AppContext): void {
   const on = (querystring?: typeof Page | typeof Top | typeof S.ExceptionQuery) => ({ onRequest: gate, preValidation: onlyKnownParams(querystring) });
   const tenantOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request).tenant.id;
 
-  app.get('/v1/accounts', { ...on(Page), schema: { summary: 'Observed accounts', tags, security, querystring: Page, response: { 200: S.rollupPage(S.AccountRow), ...errors } } }, async (request) =>
-    Q.listAccounts(ctx.db, tenantOf(request), request.query),
+  app.get(
+    '/v1/accounts',
+    { ...on(Page), schema: { summary: 'Observed accounts', tags, security, querystring: Page, response: { 200: S.rollupPage(S.AccountRow), ...errors } } },
+    async (request) => Q.listAccounts(ctx.db, tenantOf(request), request.query),
   );
 
   app.get(
     '/v1/accounts/coverage',
-    { ...on(), schema: { summary: 'Account and license coverage, missing context, cardinality warnings', tags, security, response: { 200: S.Coverage, ...errors } } },
+    {
+      ...on(),
+      schema: { summary: 'Account and license coverage, missing context, cardinality warnings', tags, security, response: { 200: S.Coverage, ...errors } },
+    },
     async (request) => Q.accountCoverage(ctx.db, tenantOf(request)),
   );
 
-  app.get('/v1/accounts/:accountId', { ...on(), schema: { summary: 'One account overview', tags, security, params: AccountParams, response: { 200: S.AccountOverview, ...errors } } }, async (request) =>
-    Q.accountOverview(ctx.db, tenantOf(request), request.params.accountId),
+  app.get(
+    '/v1/accounts/:accountId',
+    { ...on(), schema: { summary: 'One account overview', tags, security, params: AccountParams, response: { 200: S.AccountOverview, ...errors } } },
+    async (request) => Q.accountOverview(ctx.db, tenantOf(request), request.params.accountId),
   );
 
   app.get(
     '/v1/accounts/:accountId/features',
-    { ...on(Top), schema: { summary: 'Top (category, name) event pairs of the account', tags, security, params: AccountParams, querystring: Top, response: { 200: S.rollupList(S.Feature), ...errors } } },
+    {
+      ...on(Top),
+      schema: {
+        summary: 'Top (category, name) event pairs of the account',
+        tags,
+        security,
+        params: AccountParams,
+        querystring: Top,
+        response: { 200: S.rollupList(S.Feature), ...errors },
+      },
+    },
     async (request) => Q.accountFeatures(ctx.db, tenantOf(request), request.params.accountId, request.query.limit),
   );
 
   app.get(
     '/v1/accounts/:accountId/actors',
-    { ...on(Page), schema: { summary: 'Actors observed under the account', tags, security, params: AccountParams, querystring: Page, response: { 200: S.rollupPage(S.Actor), ...errors } } },
+    {
+      ...on(Page),
+      schema: {
+        summary: 'Actors observed under the account',
+        tags,
+        security,
+        params: AccountParams,
+        querystring: Page,
+        response: { 200: S.rollupPage(S.Actor), ...errors },
+      },
+    },
     async (request) => Q.accountActors(ctx.db, tenantOf(request), request.params.accountId, request.query),
   );
 
   app.get(
     '/v1/accounts/:accountId/licenses',
-    { ...on(), schema: { summary: 'Licenses observed under the account', tags, security, params: AccountParams, response: { 200: S.rollupList(S.LicenseUsage), ...errors } } },
+    {
+      ...on(),
+      schema: {
+        summary: 'Licenses observed under the account',
+        tags,
+        security,
+        params: AccountParams,
+        response: { 200: S.rollupList(S.LicenseUsage), ...errors },
+      },
+    },
     async (request) => Q.accountLicenses(ctx.db, tenantOf(request), request.params.accountId),
   );
 
   app.get(
     '/v1/accounts/:accountId/versions',
-    { ...on(), schema: { summary: '(source_app, source_version) rows with usage counts', tags, security, params: AccountParams, response: { 200: S.rollupList(S.VersionUsage), ...errors } } },
+    {
+      ...on(),
+      schema: {
+        summary: '(source_app, source_version) rows with usage counts',
+        tags,
+        security,
+        params: AccountParams,
+        response: { 200: S.rollupList(S.VersionUsage), ...errors },
+      },
+    },
     async (request) => Q.accountVersions(ctx.db, tenantOf(request), request.params.accountId),
   );
 
@@ -63,16 +111,27 @@ export function accountRoutes(app: App, ctx: AppContext): void {
     '/v1/accounts/:accountId/exceptions',
     {
       ...on(S.ExceptionQuery),
-      schema: { summary: 'Exception groups of the account (the shape of GET /v1/exceptions)', tags, security, params: AccountParams, querystring: S.ExceptionQuery, response: { 200: S.ExceptionGroups, ...errors } },
+      schema: {
+        summary: 'Exception groups of the account (the shape of GET /v1/exceptions)',
+        tags,
+        security,
+        params: AccountParams,
+        querystring: S.ExceptionQuery,
+        response: { 200: S.ExceptionGroups, ...errors },
+      },
     },
     async (request) => Q.accountExceptions(ctx.db, tenantOf(request), request.params.accountId, request.query),
   );
 
-  app.get('/v1/licenses', { ...on(Page), schema: { summary: 'Observed licenses', tags, security, querystring: Page, response: { 200: S.rollupPage(S.LicenseRow), ...errors } } }, async (request) =>
-    Q.listLicenses(ctx.db, tenantOf(request), request.query),
+  app.get(
+    '/v1/licenses',
+    { ...on(Page), schema: { summary: 'Observed licenses', tags, security, querystring: Page, response: { 200: S.rollupPage(S.LicenseRow), ...errors } } },
+    async (request) => Q.listLicenses(ctx.db, tenantOf(request), request.query),
   );
 
-  app.get('/v1/licenses/:licenseId', { ...on(), schema: { summary: 'One license detail', tags, security, params: LicenseParams, response: { 200: S.LicenseDetail, ...errors } } }, async (request) =>
-    Q.licenseDetail(ctx.db, tenantOf(request), request.params.licenseId),
+  app.get(
+    '/v1/licenses/:licenseId',
+    { ...on(), schema: { summary: 'One license detail', tags, security, params: LicenseParams, response: { 200: S.LicenseDetail, ...errors } } },
+    async (request) => Q.licenseDetail(ctx.db, tenantOf(request), request.params.licenseId),
   );
 }

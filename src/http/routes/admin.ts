@@ -30,38 +30,76 @@ export function adminRoutes(app: App, ctx: AppContext): void {
     '/admin/v1/tenants',
     {
       onRequest: requireAdmin,
-      schema: { summary: 'Create a tenant with its first keys', tags, security, body: CreateTenant, response: { 201: Type.Object({ tenant: Tenant, api_keys: Type.Array(IssuedKey) }), ...problems(400, 401) } },
+      schema: {
+        summary: 'Create a tenant with its first keys',
+        tags,
+        security,
+        body: CreateTenant,
+        response: { 201: Type.Object({ tenant: Tenant, api_keys: Type.Array(IssuedKey) }), ...problems(400, 401) },
+      },
     },
     async (request, reply) => reply.code(201).send(await ops.createTenant(deps, request.body)),
   );
   app.get(
     '/admin/v1/tenants',
-    { onRequest: requireAdmin, schema: { summary: 'Every tenant, oldest first', tags, security, querystring: Pagination, response: { 200: page(Tenant), ...problems(400, 401) } } },
+    {
+      onRequest: requireAdmin,
+      schema: { summary: 'Every tenant, oldest first', tags, security, querystring: Pagination, response: { 200: page(Tenant), ...problems(400, 401) } },
+    },
     async (request) => ops.listTenants(deps, request.query),
   );
   app.get(
     '/admin/v1/tenants/:id',
-    { onRequest: requireAdmin, schema: { summary: 'A tenant with its billing state and usage', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } } },
+    {
+      onRequest: requireAdmin,
+      schema: { summary: 'A tenant with its billing state and usage', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } },
+    },
     async (request) => ops.showTenant(deps, request.params.id),
   );
   app.patch(
     '/admin/v1/tenants/:id',
-    { onRequest: requireAdmin, schema: { summary: 'Change plan or settings', tags, security, params: TenantParams, body: PatchTenant, response: { 200: Tenant, ...problems(400, 401, 404) } } },
+    {
+      onRequest: requireAdmin,
+      schema: {
+        summary: 'Change plan or settings',
+        tags,
+        security,
+        params: TenantParams,
+        body: PatchTenant,
+        response: { 200: Tenant, ...problems(400, 401, 404) },
+      },
+    },
     async (request) => ops.patchTenant(deps, request.params.id, request.body),
   );
   app.post(
     '/admin/v1/tenants/:id/subscription/cancel',
-    { onRequest: requireAdmin, schema: { summary: 'Cancel the subscription', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } } },
+    {
+      onRequest: requireAdmin,
+      schema: { summary: 'Cancel the subscription', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } },
+    },
     async (request) => ops.cancelSubscription(deps, request.params.id),
   );
   app.post(
     '/admin/v1/tenants/:id/subscription/reactivate',
-    { onRequest: requireAdmin, schema: { summary: 'Reactivate a cancelled subscription', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } } },
+    {
+      onRequest: requireAdmin,
+      schema: { summary: 'Reactivate a cancelled subscription', tags, security, params: TenantParams, response: { 200: Tenant, ...problems(401, 404) } },
+    },
     async (request) => ops.reactivateSubscription(deps, request.params.id),
   );
   app.post(
     '/admin/v1/tenants/:id/keys',
-    { onRequest: requireAdmin, schema: { summary: 'Issue an API key (shown once)', tags, security, params: TenantParams, body: CreateKey, response: { 201: IssuedKey, ...problems(400, 401, 404) } } },
+    {
+      onRequest: requireAdmin,
+      schema: {
+        summary: 'Issue an API key (shown once)',
+        tags,
+        security,
+        params: TenantParams,
+        body: CreateKey,
+        response: { 201: IssuedKey, ...problems(400, 401, 404) },
+      },
+    },
     async (request, reply) => reply.code(201).send(await ops.issueKey(deps, request.params.id, request.body)),
   );
   app.get(
@@ -73,7 +111,10 @@ export function adminRoutes(app: App, ctx: AppContext): void {
         description: 'Consistent while the server serves. With DATABASE_URL: 409 not_supported; back up PostgreSQL with pg_dump (docs/deploy.md).',
         tags,
         security,
-        response: { 200: { description: 'application/gzip', content: { 'application/gzip': { schema: Type.String({ format: 'binary' }) } } }, ...problems(401, 409) },
+        response: {
+          200: { description: 'application/gzip', content: { 'application/gzip': { schema: Type.String({ format: 'binary' }) } } },
+          ...problems(401, 409),
+        },
       },
     },
     async (_request, reply) => {

@@ -32,7 +32,8 @@ const security = [{ bearer: [] }];
 
 function checkRules(rules: AllowRule[], field: string): AllowRule[] {
   rules.forEach((r, i) => {
-    if (!isStorableString(r.category) || !isStorableString(r.name)) throw validationError([{ field: `${field}[${i}]`, message: 'contains a NUL character or a lone surrogate' }]);
+    if (!isStorableString(r.category) || !isStorableString(r.name))
+      throw validationError([{ field: `${field}[${i}]`, message: 'contains a NUL character or a lone surrogate' }]);
   });
   const problem = allowlistProblem(rules, field);
   if (problem) throw validationError([problem]);
@@ -52,7 +53,10 @@ export function allowlistRoutes(app: App, ctx: AppContext): void {
 
   app.get(
     '/v1/products/:id/allowlist',
-    { onRequest: canRead, schema: { summary: "A product's event allowlist", tags, security, params: IdParams, response: { 200: Allowlist, ...problems(401, 403, 404) } } },
+    {
+      onRequest: canRead,
+      schema: { summary: "A product's event allowlist", tags, security, params: IdParams, response: { 200: Allowlist, ...problems(401, 403, 404) } },
+    },
     async (request) => (await show(principalOf(request).tenant.id, request.params.id)).body,
   );
 
@@ -86,7 +90,14 @@ export function allowlistRoutes(app: App, ctx: AppContext): void {
     '/v1/products/:id/allowlist/import',
     {
       onRequest: canManage,
-      schema: { summary: "Import the clients' event manifest into the allowlist", tags, security, params: IdParams, body: Manifest, response: { 200: Allowlist, ...problems(400, 401, 403, 404) } },
+      schema: {
+        summary: "Import the clients' event manifest into the allowlist",
+        tags,
+        security,
+        params: IdParams,
+        body: Manifest,
+        response: { 200: Allowlist, ...problems(400, 401, 403, 404) },
+      },
     },
     async (request) => {
       const { tenant } = principalOf(request);

@@ -40,7 +40,16 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
 
   app.get(
     '/v1/actor-erasures/:id',
-    { onRequest: canManage, schema: { summary: 'An erasure and its outcome', tags, security, params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Erasure, ...problems(401, 403, 404) } } },
+    {
+      onRequest: canManage,
+      schema: {
+        summary: 'An erasure and its outcome',
+        tags,
+        security,
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        response: { 200: Erasure, ...problems(401, 403, 404) },
+      },
+    },
     async (request) => {
       const { tenant } = principalOf(request);
       const erasure = UUID.test(request.params.id) ? await getErasure(ctx.db, tenant.id, request.params.id) : undefined;

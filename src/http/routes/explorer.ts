@@ -10,7 +10,21 @@ import * as S from '../schemas/reports.js';
 
 // GET /v1/events: the explorer (JSON pages) and its export (Accept: application/x-ndjson or
 // text/csv: every matching event, streamed page by page; memory stays bounded by one page).
-const COLUMNS = ['event_id', 'occurred_at', 'received_at', 'product', 'product_version', 'category', 'name', 'actor_id', 'identified_actor_id', 'session_id', 'account_id', 'license_id', 'properties'];
+const COLUMNS = [
+  'event_id',
+  'occurred_at',
+  'received_at',
+  'product',
+  'product_version',
+  'category',
+  'name',
+  'actor_id',
+  'identified_actor_id',
+  'session_id',
+  'account_id',
+  'license_id',
+  'properties',
+];
 
 export function explorerRoutes(app: App, ctx: AppContext): void {
   app.get(
@@ -21,7 +35,8 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
       schema: {
         operationId: 'listEvents',
         summary: 'Event explorer: raw events newest first; Accept application/x-ndjson or text/csv exports every match, streamed',
-        description: 'The export ignores limit and starts after cursor when one is given. account_id and license_id appear only for keys that may see accounts.',
+        description:
+          'The export ignores limit and starts after cursor when one is given. account_id and license_id appear only for keys that may see accounts.',
         tags: ['events'],
         security: [{ bearer: [] }],
         querystring: EventListQuery,
@@ -40,7 +55,11 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
       async function* lines() {
         if (csv) yield csvLine(COLUMNS);
         for await (const rows of pages) {
-          yield rows.map((r: ExplorerEvent) => (csv ? csvLine(COLUMNS.map((c) => (c === 'properties' ? r.properties : flatten(r as never)[c]))) : JSON.stringify(r) + '\n')).join('');
+          yield rows
+            .map((r: ExplorerEvent) =>
+              csv ? csvLine(COLUMNS.map((c) => (c === 'properties' ? r.properties : flatten(r as never)[c]))) : JSON.stringify(r) + '\n',
+            )
+            .join('');
         }
       }
       return reply.type(csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson').send(Readable.from(lines(), { highWaterMark: 1 }) as never);

@@ -26,7 +26,8 @@ export async function accountAnswersNeedViewAccounts(request: FastifyRequest) {
   const body = (request.body ?? {}) as Record<string, unknown>;
   // A segment's definition carries the same filters.
   const b = (typeof body.definition === 'object' && body.definition !== null ? body.definition : body) as Record<string, unknown>;
-  const perAccount = b.account_id !== undefined || b.license_id !== undefined || b.count_by === 'account' || b.breakdown === 'account_id' || b.breakdown === 'license_id';
+  const perAccount =
+    b.account_id !== undefined || b.license_id !== undefined || b.count_by === 'account' || b.breakdown === 'account_id' || b.breakdown === 'license_id';
   if (perAccount && !principalOf(request).permissions.includes('view_accounts')) throw forbidden('view_accounts');
 }
 

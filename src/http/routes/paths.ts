@@ -15,7 +15,8 @@ export function pathRoutes(app: App, ctx: AppContext): void {
       preValidation: onlyKnownParams(S.PathsQuery),
       preHandler: async (request) => {
         const q = request.query as { account_id?: string; license_id?: string };
-        if ((q.account_id !== undefined || q.license_id !== undefined) && !principalOf(request).permissions.includes('view_accounts')) throw forbidden('view_accounts');
+        if ((q.account_id !== undefined || q.license_id !== undefined) && !principalOf(request).permissions.includes('view_accounts'))
+          throw forbidden('view_accounts');
       },
       schema: {
         summary: 'The most common K events after (or before) an event, top N',

@@ -18,7 +18,10 @@ export function productRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     '/v1/products',
-    { onRequest: canManage, schema: { summary: 'Create a product', tags, security, body: CreateProduct, response: { 201: Product, ...problems(400, 401, 403, 409) } } },
+    {
+      onRequest: canManage,
+      schema: { summary: 'Create a product', tags, security, body: CreateProduct, response: { 201: Product, ...problems(400, 401, 403, 409) } },
+    },
     async (request, reply) => {
       const { tenant } = principalOf(request);
       const product = await insertProduct(ctx.db, tenant.id, request.body.slug, request.body.name ?? request.body.slug);
@@ -29,7 +32,10 @@ export function productRoutes(app: App, ctx: AppContext): void {
 
   app.get(
     '/v1/products',
-    { onRequest: canRead, schema: { summary: 'List products', tags, security, querystring: Pagination, response: { 200: page(Product), ...problems(400, 401, 403) } } },
+    {
+      onRequest: canRead,
+      schema: { summary: 'List products', tags, security, querystring: Pagination, response: { 200: page(Product), ...problems(400, 401, 403) } },
+    },
     async (request) => {
       const { tenant } = principalOf(request);
       const limit = request.query.limit ?? 50;
@@ -41,7 +47,10 @@ export function productRoutes(app: App, ctx: AppContext): void {
 
   app.get(
     '/v1/products/:id',
-    { onRequest: canRead, schema: { summary: 'Get a product by id or slug', tags, security, params: IdParams, response: { 200: Product, ...problems(401, 403, 404) } } },
+    {
+      onRequest: canRead,
+      schema: { summary: 'Get a product by id or slug', tags, security, params: IdParams, response: { 200: Product, ...problems(401, 403, 404) } },
+    },
     async (request) => requireProduct(principalOf(request).tenant.id, request.params.id),
   );
 
@@ -49,7 +58,14 @@ export function productRoutes(app: App, ctx: AppContext): void {
     '/v1/products/:id',
     {
       onRequest: canManage,
-      schema: { summary: 'Update a product (strict version mode)', tags, security, params: IdParams, body: PatchProduct, response: { 200: Product, ...problems(400, 401, 403, 404) } },
+      schema: {
+        summary: 'Update a product (strict version mode)',
+        tags,
+        security,
+        params: IdParams,
+        body: PatchProduct,
+        response: { 200: Product, ...problems(400, 401, 403, 404) },
+      },
     },
     async (request) => {
       const { tenant } = principalOf(request);

@@ -16,7 +16,6 @@ import { problems } from '../schemas/common.js';
 import { Accepted, ExceptionAccepted, ExceptionBody, IdentifyBody, SessionAccepted, SessionEnd, SessionEnded, SessionStart } from '../schemas/records.js';
 import { refuseEncodedBody } from './events.js';
 
-
 /** The body's shape as the route schema judged it: a refusal of the record like any other. */
 const shapeChecked = (request: FastifyRequest) =>
   judged(async (_ctx, body) => {
@@ -32,14 +31,27 @@ const shapeChecked = (request: FastifyRequest) =>
  * and every 422 is kept in the Invalid Events list with its kind, schema (type) failures included,
  * so validation is attached to the request rather than thrown before the handler.
  */
-function recordRoute(app: App, ctx: AppContext, path: string, kind: RecordKind, spec: { summary: string; body: TSchema; ok: TSchema; errors: number[] }, handler: RecordHandler<object>): void {
+function recordRoute(
+  app: App,
+  ctx: AppContext,
+  path: string,
+  kind: RecordKind,
+  spec: { summary: string; body: TSchema; ok: TSchema; errors: number[] },
+  handler: RecordHandler<object>,
+): void {
   app.post(
     path,
     {
       onRequest: [requireKey(ctx.db, ['ingest']), requireAccepting(ctx), refuseEncodedBody],
       config: { ownBodyRules: true },
       attachValidation: true,
-      schema: { summary: spec.summary, tags: ['ingestion'], security: [{ bearer: [] }], body: spec.body, response: { 200: spec.ok, ...problems(...spec.errors) } },
+      schema: {
+        summary: spec.summary,
+        tags: ['ingestion'],
+        security: [{ bearer: [] }],
+        body: spec.body,
+        response: { 200: spec.ok, ...problems(...spec.errors) },
+      },
     },
     async (request: FastifyRequest) => {
       const { tenant, keyId } = principalOf(request);

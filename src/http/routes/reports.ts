@@ -29,7 +29,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       schema: {
         operationId: 'reportTrends',
         summary: 'Event counts and unique actors per interval, with one breakdown (top N and "other")',
-        description: 'Exact, from raw events in the time zone\'s own buckets. See docs/reports.md for the filter grammar.',
+        description: "Exact, from raw events in the time zone's own buckets. See docs/reports.md for the filter grammar.",
         tags,
         security,
         querystring: TrendsQuery,
@@ -53,7 +53,8 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ActiveActorsAnswer, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'active-actors', await withinBudget(activeActors(ctx.db, principalOf(request), request.query, ctx.now())), activeRows),
+    async (request, reply) =>
+      answer(request, reply, 'active-actors', await withinBudget(activeActors(ctx.db, principalOf(request), request.query, ctx.now())), activeRows),
   );
 
   app.get(
@@ -70,7 +71,13 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ExceptionTrend, ...problems(400, 401, 402, 403, 404, 422) },
       },
     },
-    async (request, reply) => answer(request, reply, 'exception-trend', await withinBudget(exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now()))),
+    async (request, reply) =>
+      answer(
+        request,
+        reply,
+        'exception-trend',
+        await withinBudget(exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
+      ),
   );
 
   app.get(
@@ -80,14 +87,16 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       schema: {
         operationId: 'reportVersions',
         summary: 'Versions of a product: adoption over time, share on the latest, upgrade lag and accounts on archived versions',
-        description: 'product is required. upgrade_lag and archived_accounts are null for keys that may not see accounts (view_accounts, plan, account context).',
+        description:
+          'product is required. upgrade_lag and archived_accounts are null for keys that may not see accounts (view_accounts, plan, account context).',
         tags,
         security,
         querystring: VersionsQuery,
         response: { 200: S.VersionsReport, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'versions', await withinBudget(versionsReport(ctx.db, principalOf(request), request.query, ctx.now())), (a) => a.adoption),
+    async (request, reply) =>
+      answer(request, reply, 'versions', await withinBudget(versionsReport(ctx.db, principalOf(request), request.query, ctx.now())), (a) => a.adoption),
   );
 
   app.get(
@@ -113,7 +122,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       schema: {
         operationId: 'environmentShares',
         summary: 'Active actors and sessions by an environment field (OS, runtime, browser, locale…)',
-        description: 'From X-Environment-Data, the actor\'s latest; a session counts under its actor\'s environment.',
+        description: "From X-Environment-Data, the actor's latest; a session counts under its actor's environment.",
         tags: ['environment'],
         security,
         params: Type.Object({ field: Type.Enum(ENV_FIELD_LIST) }),
@@ -121,6 +130,12 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.EnvironmentShares, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'environment', await withinBudget(environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now()))),
+    async (request, reply) =>
+      answer(
+        request,
+        reply,
+        'environment',
+        await withinBudget(environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now())),
+      ),
   );
 }

@@ -52,7 +52,14 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
       const { plan, ids } = await retentionUnitIds(ctx.db, tenant, query, { cohort, period: cohort_period, criteria }, ctx.now());
       const segment_id = save_as_segment ? await saveAsSegment(ctx.db, tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
       if (wantsCsv(request)) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
-      return { count_by: plan.by, ...(segment_id && { segment_id }), ...pageIds(ids, { limit, cursor }), ...echo(plan.scope), interval: plan.period, refreshed_at: ctx.now().toISOString() };
+      return {
+        count_by: plan.by,
+        ...(segment_id && { segment_id }),
+        ...pageIds(ids, { limit, cursor }),
+        ...echo(plan.scope),
+        interval: plan.period,
+        refreshed_at: ctx.now().toISOString(),
+      };
     },
   );
 }

@@ -14,7 +14,10 @@ import { accountAnswersNeedViewAccounts, sendCsv, wantsCsv } from './funnels.js'
 // Saved segments: CRUD, size and members. Permission read, also for saving (CONTRACT.md).
 const tags = ['behaviour'];
 const security = [{ bearer: [] }];
-const Page = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })), cursor: Type.Optional(Type.String({ maxLength: 1024 })) });
+const Page = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 1024 })),
+});
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const missing = () => notFound('segment_not_found', 'segment');
 
@@ -24,7 +27,16 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     '/v1/segments',
-    { ...on(), schema: { summary: 'Save a segment (a definition of actors)', tags, security, body: S.SegmentCreate, response: { 201: S.Segment, ...problems(400, 401, 402, 403) } } },
+    {
+      ...on(),
+      schema: {
+        summary: 'Save a segment (a definition of actors)',
+        tags,
+        security,
+        body: S.SegmentCreate,
+        response: { 201: S.Segment, ...problems(400, 401, 402, 403) },
+      },
+    },
     async (request, reply) => {
       const tenant = principalOf(request).tenant;
       checkDefinition(tenant, request.body.definition as SegmentDefinition, ctx.now());
@@ -32,21 +44,42 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.get('/v1/segments', { ...on(Page), schema: { summary: 'Saved segments, oldest first', tags, security, querystring: Page, response: { 200: page(S.Segment), ...problems(400, 401, 403) } } }, async (request) => {
-    const limit = request.query.limit ?? 50;
-    const after = cursorKey(request.query.cursor, ['text'])?.[0];
-    if (after !== undefined && !UUID.test(after)) throw validationError([{ field: 'cursor', message: 'invalid' }]);
-    const rows = await listSegments(ctx.db, principalOf(request).tenant.id, after, limit + 1);
-    return pageOf(rows, limit, (r) => [r.id]);
-  });
+  app.get(
+    '/v1/segments',
+    {
+      ...on(Page),
+      schema: { summary: 'Saved segments, oldest first', tags, security, querystring: Page, response: { 200: page(S.Segment), ...problems(400, 401, 403) } },
+    },
+    async (request) => {
+      const limit = request.query.limit ?? 50;
+      const after = cursorKey(request.query.cursor, ['text'])?.[0];
+      if (after !== undefined && !UUID.test(after)) throw validationError([{ field: 'cursor', message: 'invalid' }]);
+      const rows = await listSegments(ctx.db, principalOf(request).tenant.id, after, limit + 1);
+      return pageOf(rows, limit, (r) => [r.id]);
+    },
+  );
 
-  app.get('/v1/segments/:id', { ...on(), schema: { summary: 'One saved segment', tags, security, params: IdParams, response: { 200: S.Segment, ...problems(401, 403, 404) } } }, async (request) => {
-    return (await getSegment(ctx.db, principalOf(request).tenant.id, request.params.id)) ?? Promise.reject(missing());
-  });
+  app.get(
+    '/v1/segments/:id',
+    { ...on(), schema: { summary: 'One saved segment', tags, security, params: IdParams, response: { 200: S.Segment, ...problems(401, 403, 404) } } },
+    async (request) => {
+      return (await getSegment(ctx.db, principalOf(request).tenant.id, request.params.id)) ?? Promise.reject(missing());
+    },
+  );
 
   app.patch(
     '/v1/segments/:id',
-    { ...on(), schema: { summary: 'Change a segment’s name, description or definition', tags, security, params: IdParams, body: S.SegmentUpdate, response: { 200: S.Segment, ...problems(400, 401, 402, 403, 404) } } },
+    {
+      ...on(),
+      schema: {
+        summary: 'Change a segment’s name, description or definition',
+        tags,
+        security,
+        params: IdParams,
+        body: S.SegmentUpdate,
+        response: { 200: S.Segment, ...problems(400, 401, 402, 403, 404) },
+      },
+    },
     async (request) => {
       const tenant = principalOf(request).tenant;
       const seg = await getSegment(ctx.db, tenant.id, request.params.id);
@@ -59,14 +92,27 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  app.delete('/v1/segments/:id', { ...on(), schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } } }, async (request, reply) => {
-    if (!(await deleteSegment(ctx.db, principalOf(request).tenant.id, request.params.id))) throw missing();
-    return reply.code(204).send(null as never);
-  });
+  app.delete(
+    '/v1/segments/:id',
+    { ...on(), schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } } },
+    async (request, reply) => {
+      if (!(await deleteSegment(ctx.db, principalOf(request).tenant.id, request.params.id))) throw missing();
+      return reply.code(204).send(null as never);
+    },
+  );
 
   app.get(
     '/v1/segments/:id/size',
-    { ...on(), schema: { summary: 'How many actors the segment holds now', tags, security, params: IdParams, response: { 200: S.SegmentSize, ...problems(401, 402, 403, 404, 422) } } },
+    {
+      ...on(),
+      schema: {
+        summary: 'How many actors the segment holds now',
+        tags,
+        security,
+        params: IdParams,
+        response: { 200: S.SegmentSize, ...problems(401, 402, 403, 404, 422) },
+      },
+    },
     async (request) => segmentSize(ctx.db, principalOf(request).tenant, request.params.id, ctx.now()),
   );
 

@@ -20,7 +20,14 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
     {
       onRequest,
       preValidation: onlyKnownParams(SessionListQuery),
-      schema: { operationId: 'listSessions', summary: 'Sessions started in the range, newest first', tags, security, querystring: SessionListQuery, response: { 200: S.SessionPage, ...errors } },
+      schema: {
+        operationId: 'listSessions',
+        summary: 'Sessions started in the range, newest first',
+        tags,
+        security,
+        querystring: SessionListQuery,
+        response: { 200: S.SessionPage, ...errors },
+      },
     },
     async (request, reply) => answer(request, reply, 'sessions', await withinBudget(listSessions(ctx.db, principalOf(request), request.query, ctx.now()))),
   );
@@ -49,13 +56,14 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
       preValidation: onlyKnownParams(ReleaseHealthQuery),
       schema: {
         operationId: 'releaseHealth',
-        summary: 'Crash-free sessions and actors and adoption per version (Sentry\'s release health)',
+        summary: "Crash-free sessions and actors and adoption per version (Sentry's release health)",
         tags,
         security,
         querystring: ReleaseHealthQuery,
         response: { 200: S.ReleaseHealth, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'release-health', await withinBudget(releaseHealth(ctx.db, principalOf(request), request.query, ctx.now()))),
+    async (request, reply) =>
+      answer(request, reply, 'release-health', await withinBudget(releaseHealth(ctx.db, principalOf(request), request.query, ctx.now()))),
   );
 }

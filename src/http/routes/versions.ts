@@ -63,8 +63,15 @@ export function versionRoutes(app: App, ctx: AppContext): void {
       if (!product) throw notFound('product_not_found', 'product');
       if (product.status === 'deleting') throw new AppError(409, 'product_deleting', `product "${slug}" is being deleted`);
       const v = await insertRegisteredVersion(ctx.db, tenant.id, product.id, product_version, release_date ?? null);
-      if (!v) throw new AppError(409, 'version_already_registered', `version "${product_version}" of "${slug}" is already registered; use PATCH /v1/products/{productId}/versions/{versionId}`);
-      return reply.code(201).send({ id: v.id, product: product.slug, product_version: v.product_version, release_date: v.release_date, created_at: v.created_at });
+      if (!v)
+        throw new AppError(
+          409,
+          'version_already_registered',
+          `version "${product_version}" of "${slug}" is already registered; use PATCH /v1/products/{productId}/versions/{versionId}`,
+        );
+      return reply
+        .code(201)
+        .send({ id: v.id, product: product.slug, product_version: v.product_version, release_date: v.release_date, created_at: v.created_at });
     },
   );
 
@@ -72,7 +79,14 @@ export function versionRoutes(app: App, ctx: AppContext): void {
     '/v1/products/:id/versions',
     {
       onRequest: canRead,
-      schema: { summary: 'List the versions of a product', tags, security, params: IdParams, querystring: Pagination, response: { 200: page(Version), ...problems(400, 401, 403, 404) } },
+      schema: {
+        summary: 'List the versions of a product',
+        tags,
+        security,
+        params: IdParams,
+        querystring: Pagination,
+        response: { 200: page(Version), ...problems(400, 401, 403, 404) },
+      },
     },
     async (request) => {
       const { tenant } = principalOf(request);

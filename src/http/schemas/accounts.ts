@@ -4,7 +4,9 @@ import { Type, type TSchema } from 'typebox';
 // these are ours, documented here for OpenAPI). Counts are over the rollup window.
 const When = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const Rollup = {
-  refreshed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when the rollup job last refreshed this tenant (null: not yet)' }),
+  refreshed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'when the rollup job last refreshed this tenant (null: not yet)',
+  }),
   window_days: Type.Literal(30),
   window_start: Type.Union([Type.String({ format: 'date' }), Type.Null()], { description: 'first UTC day of the window; it ends at refreshed_at' }),
 };
@@ -21,7 +23,8 @@ const Counts = {
 export const AccountRow = Type.Object({ account_id: Type.String(), ...Counts, licenses: Type.Integer() });
 export const LicenseRow = Type.Object({ license_id: Type.String(), ...Counts, accounts: Type.Integer() });
 
-export const rollupPage = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]), ...Rollup });
+export const rollupPage = <T extends TSchema>(item: T) =>
+  Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]), ...Rollup });
 export const rollupList = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(item), ...Rollup });
 
 export const ProductUsage = Type.Object({ product: Type.String(), product_id: Type.String(), events: Type.Integer(), sessions: Type.Integer() });
@@ -41,7 +44,7 @@ export const Actor = Type.Object({
   first_seen: When,
   last_seen: When,
   traits: Type.Union([Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])), Type.Null()], {
-    description: "the latest traits sent with identify for this actor, or for the user an anonymous actor was linked to (null: none)",
+    description: 'the latest traits sent with identify for this actor, or for the user an anonymous actor was linked to (null: none)',
   }),
 });
 
@@ -72,7 +75,14 @@ export const ExceptionGroups = Type.Object({ data: Type.Array(ExceptionGroup), n
 export const AccountOverview = Type.Object({
   account_id: Type.String(),
   ...Rollup,
-  counts: Type.Object({ events: Type.Integer(), sessions: Type.Integer(), exceptions: Type.Integer(), active_actors: Type.Integer(), licenses: Type.Integer(), products: Type.Integer() }),
+  counts: Type.Object({
+    events: Type.Integer(),
+    sessions: Type.Integer(),
+    exceptions: Type.Integer(),
+    active_actors: Type.Integer(),
+    licenses: Type.Integer(),
+    products: Type.Integer(),
+  }),
   first_seen: When,
   last_seen: When,
   products: Type.Array(ProductUsage),
@@ -84,26 +94,48 @@ export const AccountOverview = Type.Object({
 export const LicenseDetail = Type.Object({
   license_id: Type.String(),
   ...Rollup,
-  counts: Type.Object({ events: Type.Integer(), sessions: Type.Integer(), exceptions: Type.Integer(), active_actors: Type.Integer(), accounts: Type.Integer(), products: Type.Integer() }),
+  counts: Type.Object({
+    events: Type.Integer(),
+    sessions: Type.Integer(),
+    exceptions: Type.Integer(),
+    active_actors: Type.Integer(),
+    accounts: Type.Integer(),
+    products: Type.Integer(),
+  }),
   first_seen: When,
   last_seen: When,
   accounts: Type.Array(AccountUsage, { description: 'observed accounts' }),
   products: Type.Array(ProductUsage),
   versions: Type.Array(VersionUsage),
   active_actors: Type.Integer(),
-  recent_activity: Type.Array(Type.Object({ day: Type.String({ format: 'date' }), events: Type.Integer(), sessions: Type.Integer(), exceptions: Type.Integer() }), {
-    description: 'per UTC day, newest first',
-  }),
+  recent_activity: Type.Array(
+    Type.Object({ day: Type.String({ format: 'date' }), events: Type.Integer(), sessions: Type.Integer(), exceptions: Type.Integer() }),
+    {
+      description: 'per UTC day, newest first',
+    },
+  ),
 });
 
-const Share = Type.Object({ total: Type.Integer(), with_account: Type.Integer(), with_license: Type.Integer(), account_pct: Type.Number(), license_pct: Type.Number() });
+const Share = Type.Object({
+  total: Type.Integer(),
+  with_account: Type.Integer(),
+  with_license: Type.Integer(),
+  account_pct: Type.Number(),
+  license_pct: Type.Number(),
+});
 export const Coverage = Type.Object({
   ...Rollup,
   events: Share,
   sessions: Share,
   exceptions: Share,
   top_missing_sources: Type.Array(
-    Type.Object({ product: Type.String(), product_version: Type.String(), events: Type.Integer(), missing_account: Type.Integer(), missing_license: Type.Integer() }),
+    Type.Object({
+      product: Type.String(),
+      product_version: Type.String(),
+      events: Type.Integer(),
+      missing_account: Type.Integer(),
+      missing_license: Type.Integer(),
+    }),
   ),
   warnings: Type.Array(
     Type.Object(

@@ -16,13 +16,15 @@ export const Tenant = Type.Object({
   subscription_status: Type.Union([Type.Literal('active'), Type.Literal('cancelled')]),
   cancelled_at: NullableDateTime,
   account_context_enabled: Type.Boolean(),
-  event_retention_days: Type.Union([Type.Integer(), Type.Null()], { description: "days of raw events kept; null = the plan's setting, then EVENT_RETENTION_DAYS (0 = forever)" }),
+  event_retention_days: Type.Union([Type.Integer(), Type.Null()], {
+    description: "days of raw events kept; null = the plan's setting, then EVENT_RETENTION_DAYS (0 = forever)",
+  }),
   created_at: DateTime,
   usage: Type.Object({
     period_start: DateTime,
     period_end: DateTime,
     events: Type.Integer({ description: 'accepted events this cycle (not duplicates, not rejections)' }),
-    allotment: Type.Union([Type.Integer(), Type.Null()], { description: 'the plan\'s monthly events; null on the unlimited plan (no allotment)' }),
+    allotment: Type.Union([Type.Integer(), Type.Null()], { description: "the plan's monthly events; null on the unlimited plan (no allotment)" }),
     overage: Type.Integer({ description: 'billable events over the allotment (charge plans only)' }),
   }),
 });

@@ -9,12 +9,16 @@ const Name = Type.String({ minLength: 1, maxLength: 256 });
 export const ScopeFields = {
   product: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'product id or slug; unknown: an empty answer' })),
   version: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'a product_version, or `latest` (needs product)' })),
-  range: Type.Optional(Type.String({ maxLength: 16, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month`; default 30d; not with from/to' })),
+  range: Type.Optional(
+    Type.String({ maxLength: 16, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month`; default 30d; not with from/to' }),
+  ),
   from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601; a bare date is local midnight in tz' })),
   to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601, exclusive; default now' })),
   tz: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, default UTC' })),
   interval: Type.Optional(Type.Enum(['hour', 'day', 'week', 'month'], { description: 'periods of the trends (default day); weeks start on Monday' })),
-  account_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'only this account’s events (Business, Enterprise, Trial; account context on)' })),
+  account_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 256, description: 'only this account’s events (Business, Enterprise, Trial; account context on)' }),
+  ),
   license_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'only this license’s events (as account_id)' })),
 };
 const SegmentId = Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only the actors of this saved segment (count_by actor)' }));
@@ -25,10 +29,14 @@ const SaveAs = Type.Optional(
   ),
 );
 
-export const PropertyFilter = Type.Record(Type.String({ minLength: 1, maxLength: 128 }), Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Boolean()]), {
-  maxProperties: 10,
-  description: 'property equality: every key must equal its value in the event’s properties',
-});
+export const PropertyFilter = Type.Record(
+  Type.String({ minLength: 1, maxLength: 128 }),
+  Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Boolean()]),
+  {
+    maxProperties: 10,
+    description: 'property equality: every key must equal its value in the event’s properties',
+  },
+);
 
 export const EventMatcher = Type.Object(
   { category: Name, name: Name, properties: Type.Optional(PropertyFilter) },
@@ -50,7 +58,9 @@ const FunnelFields = {
   ...ScopeFields,
   steps: Type.Array(EventMatcher, { minItems: 2, maxItems: 10 }),
   order: Type.Optional(
-    Type.Enum(['ordered', 'strict', 'unordered'], { description: 'ordered (default): other events may come between; strict: nothing of the unit between two steps; unordered: the steps in any order' }),
+    Type.Enum(['ordered', 'strict', 'unordered'], {
+      description: 'ordered (default): other events may come between; strict: nothing of the unit between two steps; unordered: the steps in any order',
+    }),
   ),
   window: Type.Optional(
     Type.Object(
@@ -58,11 +68,19 @@ const FunnelFields = {
       { additionalProperties: false, description: 'conversion window from the entry (step 1), inclusive; default 14 days; at most 90 days' },
     ),
   ),
-  exclusions: Type.Optional(Type.Array(Exclusion, { maxItems: 5, description: 'an exclusion event between two steps drops that attempt; a unit with no other attempt is not counted' })),
-  count_by: Type.Optional(Type.Enum(['actor', 'session', 'account'], { description: 'actor (default, identity links applied), session, or account (account plans)' })),
+  exclusions: Type.Optional(
+    Type.Array(Exclusion, { maxItems: 5, description: 'an exclusion event between two steps drops that attempt; a unit with no other attempt is not counted' }),
+  ),
+  count_by: Type.Optional(
+    Type.Enum(['actor', 'session', 'account'], { description: 'actor (default, identity links applied), session, or account (account plans)' }),
+  ),
   segment_id: SegmentId,
   breakdown: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 140, description: 'product_version, account_id, license_id or properties.<key>, taken from the entry event (first touch); the 25 largest values' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 140,
+      description: 'product_version, account_id, license_id or properties.<key>, taken from the entry event (first touch); the 25 largest values',
+    }),
   ),
 };
 export const FunnelQuery = Type.Object(FunnelFields, { additionalProperties: false });
@@ -71,7 +89,9 @@ export const FunnelActorsQuery = Type.Object(
   {
     ...FunnelFields,
     step: Type.Integer({ minimum: 1, maximum: 10, description: '1-based step' }),
-    status: Type.Optional(Type.Enum(['reached', 'dropped'], { description: 'reached (default): got to the step; dropped: reached the step before and not this one' })),
+    status: Type.Optional(
+      Type.Enum(['reached', 'dropped'], { description: 'reached (default): got to the step; dropped: reached the step before and not this one' }),
+    ),
     save_as_segment: SaveAs,
     breakdown_value: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()], { description: 'only units of this breakdown value' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
@@ -115,7 +135,9 @@ export const FunnelResult = Type.Object({
     average_seconds: Seconds,
     histogram: Type.Array(Type.Object({ from_seconds: Type.Number(), to_seconds: Type.Number(), count: Type.Integer() })),
   }),
-  trends: Type.Array(Type.Object({ period_start: Type.String({ format: 'date-time' }), entered: Type.Integer(), converted: Type.Integer(), conversion_rate: Type.Number() })),
+  trends: Type.Array(
+    Type.Object({ period_start: Type.String({ format: 'date-time' }), entered: Type.Integer(), converted: Type.Integer(), conversion_rate: Type.Number() }),
+  ),
   breakdown: Type.Union([Type.Array(Type.Object({ value: Type.Union([Type.String(), Type.Null()]), steps: Type.Array(FunnelStep) })), Type.Null()]),
 });
 
@@ -125,7 +147,9 @@ export const unitPage = <T extends TSchema>(item: T) =>
     count_by: Type.String(),
     segment_id: Type.Optional(Type.String({ description: 'the static segment saved from this list (save_as_segment)' })),
     data: Type.Array(item),
-    next_cursor: Type.Union([Type.String(), Type.Null()]), ...Echo });
+    next_cursor: Type.Union([Type.String(), Type.Null()]),
+    ...Echo,
+  });
 
 const RetentionFields = {
   ...ScopeFields,
@@ -134,7 +158,9 @@ const RetentionFields = {
   period: Type.Optional(Type.Enum(['day', 'week', 'month'], { description: 'cohort and return period, cut in tz (weeks start on Monday); default week' })),
   periods: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, default: 8, description: 'N: return periods after the cohort’s own' })),
   type: Type.Optional(
-    Type.Enum(['first_time', 'recurring'], { description: 'first_time (default): the cohort of a unit’s first start event ever; recurring: every period with a start event' }),
+    Type.Enum(['first_time', 'recurring'], {
+      description: 'first_time (default): the cohort of a unit’s first start event ever; recurring: every period with a start event',
+    }),
   ),
   count_by: Type.Optional(Type.Enum(['actor', 'account'], { description: 'actor (default, identity links applied) or account (account plans)' })),
   segment_id: SegmentId,
@@ -184,13 +210,20 @@ export const SegmentDefinition = Type.Object(
     did: Type.Optional(
       Type.Array(
         Type.Object(
-          { category: Name, name: Name, properties: Type.Optional(PropertyFilter), min_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })) },
+          {
+            category: Name,
+            name: Name,
+            properties: Type.Optional(PropertyFilter),
+            min_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+          },
           { additionalProperties: false },
         ),
         { maxItems: 5, description: 'did (category, name) at least min_count times in the range; all must hold' },
       ),
     ),
-    first_seen_in_range: Type.Optional(Type.Boolean({ description: 'the actor’s first event ever falls in the range (read model: current as of the last fold)' })),
+    first_seen_in_range: Type.Optional(
+      Type.Boolean({ description: 'the actor’s first event ever falls in the range (read model: current as of the last fold)' }),
+    ),
     on_version: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'had an event on this product_version in the range' })),
   },
   { additionalProperties: false, description: 'actors with an event in the scope and range (default 30d, re-evaluated at each use) who meet every condition' },
@@ -200,7 +233,11 @@ export const SegmentCreate = Type.Object(
   { additionalProperties: false },
 );
 export const SegmentUpdate = Type.Object(
-  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), description: Type.Optional(Type.String({ maxLength: 2000 })), definition: Type.Optional(SegmentDefinition) },
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    definition: Type.Optional(SegmentDefinition),
+  },
   { additionalProperties: false, minProperties: 1 },
 );
 export const Segment = Type.Object({
@@ -214,7 +251,9 @@ export const Segment = Type.Object({
 });
 const SegmentEcho = {
   segment_id: Type.String(),
-  range: Type.Union([Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) }), Type.Null()], { description: 'null for a static segment' }),
+  range: Type.Union([Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) }), Type.Null()], {
+    description: 'null for a static segment',
+  }),
   tz: Type.Union([Type.String(), Type.Null()]),
   refreshed_at: Type.String({ format: 'date-time' }),
 };
@@ -225,7 +264,9 @@ export const PathsQuery = Type.Object({
   ...ScopeFields,
   category: Name,
   name: Name,
-  direction: Type.Optional(Type.Enum(['next', 'previous'], { description: 'next (default): the events after it; previous: the events before it (nearest first)' })),
+  direction: Type.Optional(
+    Type.Enum(['next', 'previous'], { description: 'next (default): the events after it; previous: the events before it (nearest first)' }),
+  ),
   steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 5, default: 3, description: 'K: events per path' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'N: the most common paths' })),
   segment_id: SegmentId,

@@ -12,8 +12,7 @@ export const Problem = Type.Object(
   { description: 'RFC 9457 problem details (Content-Type: application/problem+json)' },
 );
 
-export const problems = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [s, { ...Problem, description: `problem+json` }]));
+export const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, { ...Problem, description: `problem+json` }]));
 
 export const Pagination = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),

@@ -16,10 +16,12 @@ const Context = {
 };
 
 export const SessionStart = Type.Object({
-  session_id: Type.String({ description: 'the client\'s identifier (a UUID when events reference it)' }),
+  session_id: Type.String({ description: "the client's identifier (a UUID when events reference it)" }),
   actor_id: Type.String(),
   started_at: Type.String({ description: 'RFC 3339' }),
-  properties: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'same limits and reserved keys as event properties' })),
+  properties: Type.Optional(
+    Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'same limits and reserved keys as event properties' }),
+  ),
   ...Product,
   ...Context,
 });
@@ -59,7 +61,8 @@ export const IdentifyBody = Type.Object({
   source_version: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   traits: Type.Optional(
     Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
-      description: "the user's traits: a flat object with the limits and reserved keys of event properties; the newest (by identified_at) is kept per identified actor",
+      description:
+        "the user's traits: a flat object with the limits and reserved keys of event properties; the newest (by identified_at) is kept per identified actor",
     }),
   ),
 });

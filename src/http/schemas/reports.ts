@@ -2,14 +2,19 @@ import { Type, type TSchema } from 'typebox';
 
 // Response shapes of the reports (docs/reports.md). Every answer opens with ReportHead.
 export const ReportHead = {
-  range: Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time', description: 'exclusive' }) }, { description: 'the resolved range' }),
+  range: Type.Object(
+    { from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time', description: 'exclusive' }) },
+    { description: 'the resolved range' },
+  ),
   tz: Type.String(),
   interval: Type.Enum(['hour', 'day', 'week', 'month']),
-  refreshed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when the rollup job last refreshed this tenant: derived data is current up to then (null: not yet)' }),
+  refreshed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'when the rollup job last refreshed this tenant: derived data is current up to then (null: not yet)',
+  }),
 };
 const ComparedRange = Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) });
 const Count = Type.Integer({ minimum: 0 });
-const DateLabel = Type.String({ description: 'the bucket\'s local start: YYYY-MM-DD, or YYYY-MM-DDTHH:00 for hours' });
+const DateLabel = Type.String({ description: "the bucket's local start: YYYY-MM-DD, or YYYY-MM-DDTHH:00 for hours" });
 
 export const TrendPoint = Type.Object({ date: DateLabel, events: Count, actors: Type.Integer({ minimum: 0, description: 'distinct actors in the bucket' }) });
 export const TrendSeries = Type.Object({
@@ -26,18 +31,28 @@ export const TrendsAnswer = Type.Object({
 });
 
 const ActivePeriod = {
-  source: Type.Enum(['read_model', 'events'], { description: 'read_model: UTC actor days; events: raw events in the time zone\'s own days (other zones, name, category, property or version filters)' }),
+  source: Type.Enum(['read_model', 'events'], {
+    description: "read_model: UTC actor days; events: raw events in the time zone's own days (other zones, name, category, property or version filters)",
+  }),
   data: Type.Array(Type.Object({ date: DateLabel, active: Type.Integer({ description: 'distinct actors active in the interval' }) })),
   rolling: Type.Array(
     Type.Object({ date: Type.String({ format: 'date' }), dau: Count, wau: Count, mau: Count, dau_mau: Type.Number({ description: 'DAU / MAU that day' }) }),
     { description: 'per local day: distinct actors over the 1, 7 and 30 days ending that day' },
   ),
   lifecycle: Type.Array(
-    Type.Object({ date: DateLabel, new: Count, returning: Count, resurrecting: Count, dormant: Type.Integer({ minimum: 0, description: 'active in the previous interval, not in this one (PostHog plots it negative)' }) }),
+    Type.Object({
+      date: DateLabel,
+      new: Count,
+      returning: Count,
+      resurrecting: Count,
+      dormant: Type.Integer({ minimum: 0, description: 'active in the previous interval, not in this one (PostHog plots it negative)' }),
+    }),
   ),
   stickiness: Type.Object({
     dau_mau: Type.Number({ description: 'mean of the daily DAU/MAU over the range' }),
-    days_active: Type.Array(Type.Object({ days: Count, actors: Count }), { description: 'how many actors were active on N days per week or month (per the whole range with interval=day)' }),
+    days_active: Type.Array(Type.Object({ days: Count, actors: Count }), {
+      description: 'how many actors were active on N days per week or month (per the whole range with interval=day)',
+    }),
   }),
 };
 export const ActiveActorsAnswer = Type.Object({
@@ -54,7 +69,7 @@ export const SessionRow = Type.Object({
   actor_id: Nullable(Type.String({ description: 'the identified actor once identify linked it' })),
   product: Type.String(),
   product_version: Nullable(Type.String()),
-  account_id: Nullable(Type.String({ description: 'as started, or adopted from the session\'s first event that carried one' })),
+  account_id: Nullable(Type.String({ description: "as started, or adopted from the session's first event that carried one" })),
   license_id: Nullable(Type.String()),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Nullable(Type.String({ format: 'date-time' })),
@@ -68,7 +83,10 @@ const Percent = Nullable(Type.Number({ description: 'percent, 0–100, 4 decimal
 export const SessionStats = Type.Object({
   ...ReportHead,
   sessions: Count,
-  duration_s: Type.Object({ p50: Nullable(Type.Number()), p90: Nullable(Type.Number()), p99: Nullable(Type.Number()) }, { description: 'of ended sessions, interpolated (percentile_cont)' }),
+  duration_s: Type.Object(
+    { p50: Nullable(Type.Number()), p90: Nullable(Type.Number()), p99: Nullable(Type.Number()) },
+    { description: 'of ended sessions, interpolated (percentile_cont)' },
+  ),
   end_reasons: Type.Record(Type.String(), Count, { description: 'normal, sdk_recovery, timeout; open for sessions not ended' }),
   statuses: Type.Object({ healthy: Count, errored: Count, crashed: Count, abnormal: Count, open: Count }),
   data: Type.Array(Type.Object({ date: DateLabel, sessions: Count })),
@@ -85,7 +103,7 @@ export const ReleaseHealthRow = Type.Object({
   crashed_actors: Count,
   crash_free_sessions: Percent,
   crash_free_actors: Percent,
-  adoption: Type.Object({ sessions: Percent, actors: Percent }, { description: 'the version\'s share of all sessions (actors) in the range' }),
+  adoption: Type.Object({ sessions: Percent, actors: Percent }, { description: "the version's share of all sessions (actors) in the range" }),
 });
 export const ReleaseHealth = withHead(ReleaseHealthRow);
 
@@ -117,17 +135,29 @@ export const ExplorerEvent = Type.Object({
   license_id: Type.Optional(Nullable(Type.String())),
   properties: Nullable(Type.Record(Type.String(), Type.Unknown())),
 });
-export const ExplorerPage = Type.Object({ ...ReportHead, data: Type.Array(ExplorerEvent), next_cursor: Nullable(Type.String({ description: 'null at the end' })) });
+export const ExplorerPage = Type.Object({
+  ...ReportHead,
+  data: Type.Array(ExplorerEvent),
+  next_cursor: Nullable(Type.String({ description: 'null at the end' })),
+});
 
 export const VersionsReport = Type.Object({
   ...ReportHead,
-  latest_version: Nullable(Type.String({ description: 'by the product\'s version rules (semantic version, release date, creation)' })),
+  latest_version: Nullable(Type.String({ description: "by the product's version rules (semantic version, release date, creation)" })),
   share_on_latest: Percent,
-  adoption: Type.Array(Type.Object({ date: DateLabel, version: Type.String(), actors: Count }), { description: 'an actor counts under the version it ended each day on' }),
+  adoption: Type.Array(Type.Object({ date: DateLabel, version: Type.String(), actors: Count }), {
+    description: 'an actor counts under the version it ended each day on',
+  }),
   upgrade_lag: Nullable(
     Type.Array(
-      Type.Object({ version: Type.String(), released_on: Nullable(Type.String({ format: 'date' })), accounts: Count, median_lag_days: Nullable(Type.Number()), p90_lag_days: Nullable(Type.Number()) }),
-      { description: 'days from release (release_date, else first seen) to each account\'s first day on the version; null for keys that may not see accounts' },
+      Type.Object({
+        version: Type.String(),
+        released_on: Nullable(Type.String({ format: 'date' })),
+        accounts: Count,
+        median_lag_days: Nullable(Type.Number()),
+        p90_lag_days: Nullable(Type.Number()),
+      }),
+      { description: "days from release (release_date, else first seen) to each account's first day on the version; null for keys that may not see accounts" },
     ),
   ),
   archived_accounts: Nullable(

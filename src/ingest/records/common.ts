@@ -1,6 +1,16 @@
 import type { FieldError } from '../../errors.js';
 import { exceedsCodePoints, isStorableString } from '../../domain/text.js';
-import { LIMITS, checkString, checkContextId, checkProperties, findHostileContent, isPlainObject, productOf, productVersionOf, reservedPropertyKey } from '../../domain/record-rules.js';
+import {
+  LIMITS,
+  checkString,
+  checkContextId,
+  checkProperties,
+  findHostileContent,
+  isPlainObject,
+  productOf,
+  productVersionOf,
+  reservedPropertyKey,
+} from '../../domain/record-rules.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import { deadLetterPayload, insertDeadLetters, type RecordKind } from '../../storage/invalid-events.js';
 import { catalogForBatch, type ProductForIngest } from '../../storage/products.js';
@@ -54,7 +64,13 @@ export const unprocessable = (code: string, message: string, errors?: FieldError
 export const fieldError = (field: string, message: string) => unprocessable('validation_error', `${field}: ${message}`, [{ field, message }]);
 
 /** Stores a refused record in the Invalid Events list; never fails the request it explains, but says so in the log. */
-export async function keepDeadLetter(ctx: RecordContext, kind: RecordKind, raw: unknown, refusal: Refusal, log: { warn(obj: object, msg: string): void }): Promise<void> {
+export async function keepDeadLetter(
+  ctx: RecordContext,
+  kind: RecordKind,
+  raw: unknown,
+  refusal: Refusal,
+  log: { warn(obj: object, msg: string): void },
+): Promise<void> {
   const product = isPlainObject(raw) ? productOf(raw) : undefined;
   await insertDeadLetters(ctx.db, ctx.tenantId, ctx.apiKeyId, ctx.receivedAt, [
     {
@@ -87,9 +103,11 @@ export function checkCommon(body: Record<string, unknown>, opts: { properties?: 
     if (p) throw fieldError(p.field, p.message);
     const reserved = reservedPropertyKey(body.properties);
     if (reserved) {
-      throw unprocessable('reserved_property_key', `properties.${reserved} is reserved; use the top-level ${reserved.startsWith('license') ? 'license_id' : 'account_id'}`, [
-        { field: `properties.${reserved}`, message: 'is a reserved key' },
-      ]);
+      throw unprocessable(
+        'reserved_property_key',
+        `properties.${reserved} is reserved; use the top-level ${reserved.startsWith('license') ? 'license_id' : 'account_id'}`,
+        [{ field: `properties.${reserved}`, message: 'is a reserved key' }],
+      );
     }
   }
 }
@@ -117,22 +135,27 @@ export async function admitProductVersion(ctx: RecordContext, slug: string, vers
   const catalog = await catalogForBatch(ctx.db, ctx.tenantId, [slug], version === null ? [] : [version]);
   const product = catalog.products.get(slug);
   if (!product || product.status !== 'active') {
-    throw unprocessable('UNRECOGNIZED_PRODUCT', product ? `product "${slug}" is being deleted` : `product "${slug}" is not a registered product of this tenant`, [
-      { field: 'product', message: 'not a registered product' },
-    ]);
+    throw unprocessable(
+      'UNRECOGNIZED_PRODUCT',
+      product ? `product "${slug}" is being deleted` : `product "${slug}" is not a registered product of this tenant`,
+      [{ field: 'product', message: 'not a registered product' }],
+    );
   }
   if (version === null) return { product, register: false };
   const status = catalog.versions.get(versionKey(product.id, version));
   if (product.strict && status !== 'active') {
-    throw unprocessable(
-      'UNREGISTERED_VERSION',
-      `version "${version}" is ${status ?? 'not registered'} and strict version mode is on for "${slug}"`,
-      [{ field: 'product_version', message: status ? `is ${status}` : 'is not registered' }],
-    );
+    throw unprocessable('UNREGISTERED_VERSION', `version "${version}" is ${status ?? 'not registered'} and strict version mode is on for "${slug}"`, [
+      { field: 'product_version', message: status ? `is ${status}` : 'is not registered' },
+    ]);
   }
   return { product, register: status === undefined };
 }
 
-export async function registerIfNew(q: Queryable, ctx: RecordContext, admitted: { product: ProductForIngest; register: boolean }, version: string | null): Promise<void> {
+export async function registerIfNew(
+  q: Queryable,
+  ctx: RecordContext,
+  admitted: { product: ProductForIngest; register: boolean },
+  version: string | null,
+): Promise<void> {
   if (admitted.register && version !== null) await autoRegisterVersions(q, ctx.tenantId, [{ productId: admitted.product.id, version }], ctx.receivedAt);
 }

@@ -27,47 +27,49 @@ function scrubbedText(body: Record<string, unknown>, field: string, max: number)
   return text === null ? null : truncateCodePoints(scrubText(text), max);
 }
 
-export const recordException = judged(async (ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> => {
-  const body = raw.breadcrumbs === undefined ? raw : { ...raw, breadcrumbs: wellFormedDeep(raw.breadcrumbs, LIMITS.depth + 1) };
-  checkCommon(body);
-  const exceptionId = requiredText(body, 'exception_id', ID_LIMIT);
-  const exceptionType = requiredText(body, 'exception_type', TYPE_LIMIT);
-  const severity = body.severity;
-  if (severity !== 'fatal' && severity !== 'non_fatal') throw fieldError('severity', 'must be fatal or non_fatal');
-  const occurredAt = body.occurred_at;
-  if (!isRfc3339(occurredAt)) throw fieldError('occurred_at', occurredAt === undefined ? 'is required' : 'must be an RFC 3339 date-time with Z or an offset');
-  const actorId = requiredText(body, 'actor_id', LIMITS.actorId);
-  const { slug, version } = productAndVersion(body);
-  const message = scrubbedText(body, 'message', LIMITS.message);
-  const stackTrace = scrubbedText(body, 'stack_trace', LIMITS.stackTrace);
-  const sessionId = typeof body.session_id === 'string' && isUuid(body.session_id) ? body.session_id.toLowerCase() : null;
-  if (!isStorableString(exceptionId)) throw fieldError('exception_id', 'contains a NUL character or a lone surrogate');
+export const recordException = judged(
+  async (ctx: RecordContext, raw: Record<string, unknown>): Promise<{ exception_id: string; status: 'accepted'; fingerprint: string }> => {
+    const body = raw.breadcrumbs === undefined ? raw : { ...raw, breadcrumbs: wellFormedDeep(raw.breadcrumbs, LIMITS.depth + 1) };
+    checkCommon(body);
+    const exceptionId = requiredText(body, 'exception_id', ID_LIMIT);
+    const exceptionType = requiredText(body, 'exception_type', TYPE_LIMIT);
+    const severity = body.severity;
+    if (severity !== 'fatal' && severity !== 'non_fatal') throw fieldError('severity', 'must be fatal or non_fatal');
+    const occurredAt = body.occurred_at;
+    if (!isRfc3339(occurredAt)) throw fieldError('occurred_at', occurredAt === undefined ? 'is required' : 'must be an RFC 3339 date-time with Z or an offset');
+    const actorId = requiredText(body, 'actor_id', LIMITS.actorId);
+    const { slug, version } = productAndVersion(body);
+    const message = scrubbedText(body, 'message', LIMITS.message);
+    const stackTrace = scrubbedText(body, 'stack_trace', LIMITS.stackTrace);
+    const sessionId = typeof body.session_id === 'string' && isUuid(body.session_id) ? body.session_id.toLowerCase() : null;
+    if (!isStorableString(exceptionId)) throw fieldError('exception_id', 'contains a NUL character or a lone surrogate');
 
-  const admitted = await admitProductVersion(ctx, slug, version);
-  const fp = await ctx.db.tx(async (q) => {
-    await registerIfNew(q, ctx, admitted, version);
-    return insertException(
-      q,
-      ctx.tenantId,
-      {
-        exception_id: exceptionId,
-        product_id: admitted.product.id,
-        product_version: version!,
-        exception_type: exceptionType,
-        severity,
-        occurred_at: occurredAt,
-        actor_id: actorId,
-        message,
-        stack_trace: stackTrace,
-        breadcrumbs: body.breadcrumbs === undefined || body.breadcrumbs === null ? undefined : scrubValue(body.breadcrumbs),
-        session_id: sessionId,
-        account_id: (body.account_id as string | undefined) ?? null,
-        license_id: (body.license_id as string | undefined) ?? null,
-        environment_context: body.environment_context === undefined || body.environment_context === null ? undefined : scrubValue(body.environment_context),
-        fingerprint: fingerprint({ exceptionType, message, stackTrace }),
-      },
-      ctx.receivedAt,
-    );
-  });
-  return { exception_id: exceptionId, status: 'accepted', fingerprint: fp };
-});
+    const admitted = await admitProductVersion(ctx, slug, version);
+    const fp = await ctx.db.tx(async (q) => {
+      await registerIfNew(q, ctx, admitted, version);
+      return insertException(
+        q,
+        ctx.tenantId,
+        {
+          exception_id: exceptionId,
+          product_id: admitted.product.id,
+          product_version: version!,
+          exception_type: exceptionType,
+          severity,
+          occurred_at: occurredAt,
+          actor_id: actorId,
+          message,
+          stack_trace: stackTrace,
+          breadcrumbs: body.breadcrumbs === undefined || body.breadcrumbs === null ? undefined : scrubValue(body.breadcrumbs),
+          session_id: sessionId,
+          account_id: (body.account_id as string | undefined) ?? null,
+          license_id: (body.license_id as string | undefined) ?? null,
+          environment_context: body.environment_context === undefined || body.environment_context === null ? undefined : scrubValue(body.environment_context),
+          fingerprint: fingerprint({ exceptionType, message, stackTrace }),
+        },
+        ctx.receivedAt,
+      );
+    });
+    return { exception_id: exceptionId, status: 'accepted', fingerprint: fp };
+  },
+);

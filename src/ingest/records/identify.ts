@@ -24,7 +24,12 @@ export const identify = judged(async (ctx: RecordContext, body: Record<string, u
   const admitted = await admitProductVersion(ctx, slug, version);
   const linkedTo = await ctx.db.tx(async (q) => {
     await registerIfNew(q, ctx, admitted, version);
-    const linked = await linkActor(q, ctx.tenantId, { anonymous, identified, identifiedAt: at, productId: admitted.product.id, productVersion: version }, ctx.receivedAt);
+    const linked = await linkActor(
+      q,
+      ctx.tenantId,
+      { anonymous, identified, identifiedAt: at, productId: admitted.product.id, productVersion: version },
+      ctx.receivedAt,
+    );
     if (linked === identified && traits !== undefined) await saveTraits(q, ctx.tenantId, identified, traits as Traits, at, ctx.receivedAt);
     return linked;
   });

@@ -1,7 +1,18 @@
 import { isRfc3339, isStorableString, isUuidText } from '../../domain/text.js';
 import { LIMITS } from '../../domain/record-rules.js';
 import { endSession, findSession, insertSession, keepPendingEnd, lockSession, takePendingEnd, type SessionStart } from '../../storage/sessions.js';
-import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, Refusal, registerIfNew, requiredText, unprocessable, type RecordContext } from './common.js';
+import {
+  admitProductVersion,
+  checkCommon,
+  fieldError,
+  judged,
+  productAndVersion,
+  Refusal,
+  registerIfNew,
+  requiredText,
+  unprocessable,
+  type RecordContext,
+} from './common.js';
 
 // Sessions (SPEC.md "Session", CONTRACT.md "Sessions and exceptions"). Requests race: an end may
 // arrive before its own start; it answers 404 but is kept an hour and applied when the start comes.
@@ -19,7 +30,6 @@ function timestamp(body: Record<string, unknown>, field: string): string {
   if (!isRfc3339(v)) throw fieldError(field, 'must be an RFC 3339 date-time with Z or an offset');
   return v;
 }
-
 
 /** Validates a start (or a recovery's start context) and admits its product and version. */
 async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, sessionId: string) {
@@ -55,36 +65,40 @@ export const startSession = judged(async (ctx: RecordContext, body: Record<strin
 
 const CLIENT_END_REASONS = new Set(['normal', 'sdk_recovery']);
 
-export const endSessionRequest = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'ended' | 'already_ended' }> => {
-  const sessionId = normaliseSessionId(body.session_id);
-  const reason = body.end_reason ?? 'normal';
-  if (reason === 'timeout') throw unprocessable('reserved_end_reason', 'end_reason "timeout" is reserved for the server', [{ field: 'end_reason', message: 'timeout is reserved' }]);
-  if (typeof reason !== 'string' || !CLIENT_END_REASONS.has(reason)) throw fieldError('end_reason', 'must be normal or sdk_recovery');
-  const endedAt = timestamp(body, 'ended_at');
-  checkCommon(body);
+export const endSessionRequest = judged(
+  async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'ended' | 'already_ended' }> => {
+    const sessionId = normaliseSessionId(body.session_id);
+    const reason = body.end_reason ?? 'normal';
+    if (reason === 'timeout')
+      throw unprocessable('reserved_end_reason', 'end_reason "timeout" is reserved for the server', [{ field: 'end_reason', message: 'timeout is reserved' }]);
+    if (typeof reason !== 'string' || !CLIENT_END_REASONS.has(reason)) throw fieldError('end_reason', 'must be normal or sdk_recovery');
+    const endedAt = timestamp(body, 'ended_at');
+    checkCommon(body);
 
-  // A recovery that carries the start context creates the session and ends it in one step.
-  const hasContext = reason === 'sdk_recovery' && body.actor_id !== undefined && body.started_at !== undefined && (body.product ?? body.source_app) !== undefined;
-  const recovery = hasContext ? await judgeStart(ctx, body, sessionId) : undefined;
+    // A recovery that carries the start context creates the session and ends it in one step.
+    const hasContext =
+      reason === 'sdk_recovery' && body.actor_id !== undefined && body.started_at !== undefined && (body.product ?? body.source_app) !== undefined;
+    const recovery = hasContext ? await judgeStart(ctx, body, sessionId) : undefined;
 
-  const outcome = await ctx.db.tx(async (q) => {
-    await lockSession(q, ctx.tenantId, sessionId);
-    const existing = await findSession(q, ctx.tenantId, sessionId);
-    if (existing) {
-      if (existing.ended_at) return { session_id: sessionId, status: 'already_ended' as const };
-      if (Date.parse(endedAt) < Date.parse(existing.started_at)) throw fieldError('ended_at', 'is earlier than the session\'s started_at');
-      await endSession(q, ctx.tenantId, sessionId, endedAt, reason);
-      return { session_id: sessionId, status: 'ended' as const };
-    }
-    if (recovery) {
-      if (Date.parse(endedAt) < Date.parse(recovery.start.started_at)) throw fieldError('ended_at', 'is earlier than started_at');
-      await registerIfNew(q, ctx, recovery.admitted, recovery.start.product_version);
-      await insertSession(q, ctx.tenantId, recovery.start, ctx.receivedAt, { ended_at: endedAt, end_reason: reason });
-      return { session_id: sessionId, status: 'ended' as const };
-    }
-    await keepPendingEnd(q, ctx.tenantId, sessionId, endedAt, reason, ctx.receivedAt);
-    return undefined; // committed, then answered 404
-  });
-  if (!outcome) throw new Refusal(404, 'session_not_found', `no session ${sessionId}; the end is kept for an hour in case its start is on the way`);
-  return outcome;
-});
+    const outcome = await ctx.db.tx(async (q) => {
+      await lockSession(q, ctx.tenantId, sessionId);
+      const existing = await findSession(q, ctx.tenantId, sessionId);
+      if (existing) {
+        if (existing.ended_at) return { session_id: sessionId, status: 'already_ended' as const };
+        if (Date.parse(endedAt) < Date.parse(existing.started_at)) throw fieldError('ended_at', "is earlier than the session's started_at");
+        await endSession(q, ctx.tenantId, sessionId, endedAt, reason);
+        return { session_id: sessionId, status: 'ended' as const };
+      }
+      if (recovery) {
+        if (Date.parse(endedAt) < Date.parse(recovery.start.started_at)) throw fieldError('ended_at', 'is earlier than started_at');
+        await registerIfNew(q, ctx, recovery.admitted, recovery.start.product_version);
+        await insertSession(q, ctx.tenantId, recovery.start, ctx.receivedAt, { ended_at: endedAt, end_reason: reason });
+        return { session_id: sessionId, status: 'ended' as const };
+      }
+      await keepPendingEnd(q, ctx.tenantId, sessionId, endedAt, reason, ctx.receivedAt);
+      return undefined; // committed, then answered 404
+    });
+    if (!outcome) throw new Refusal(404, 'session_not_found', `no session ${sessionId}; the end is kept for an hour in case its start is on the way`);
+    return outcome;
+  },
+);

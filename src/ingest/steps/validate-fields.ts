@@ -28,10 +28,14 @@ function firstProblem(e: Record<string, unknown>): Problem {
         : { field: 'timestamp', message: 'must be an RFC 3339 date-time with Z or an offset' }) ??
     checkString(e, 'actor_id', LIMITS.actorId, true) ??
     checkString(e, e.product === undefined && e.source_app !== undefined ? 'source_app' : 'product', LIMITS.product, true, productOf(e)) ??
-    checkString(e, e.product_version === undefined && e.source_version !== undefined ? 'source_version' : 'product_version', LIMITS.productVersion, true, productVersionOf(e)) ??
-    (e.session_id === undefined || e.session_id === null || isUuid(e.session_id)
-      ? undefined
-      : { field: 'session_id', message: 'must be a UUID' }) ??
+    checkString(
+      e,
+      e.product_version === undefined && e.source_version !== undefined ? 'source_version' : 'product_version',
+      LIMITS.productVersion,
+      true,
+      productVersionOf(e),
+    ) ??
+    (e.session_id === undefined || e.session_id === null || isUuid(e.session_id) ? undefined : { field: 'session_id', message: 'must be a UUID' }) ??
     checkProperties(e.properties) ??
     // Their values have their own codes (next steps); a wrong type is a malformed event.
     notString(e, 'account_id') ??

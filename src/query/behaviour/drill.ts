@@ -20,7 +20,11 @@ export function pageIds(ids: string[], p: DrillPage) {
   const after = cursorKey(p.cursor, ['text'])?.[0];
   const sorted = [...ids].sort();
   const rest = after === undefined ? sorted : sorted.filter((id) => id > after);
-  return pageOf(rest.slice(0, limit + 1).map((id) => ({ id })), limit, (r) => [r.id]);
+  return pageOf(
+    rest.slice(0, limit + 1).map((id) => ({ id })),
+    limit,
+    (r) => [r.id],
+  );
 }
 
 export interface FunnelActorsQuery extends FunnelQuery, DrillPage {

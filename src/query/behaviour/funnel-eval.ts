@@ -53,7 +53,11 @@ function attempt(events: UnitEvent[], s: number, rules: FunnelRules): UnitResult
   // Unordered: which steps are done (the entry event takes the first step it matches).
   let done = 0;
   if (rules.order === 'unordered') {
-    for (let i = 0; i < rules.steps; i++) if (has(start.steps, i)) { done = 1 << i; break; }
+    for (let i = 0; i < rules.steps; i++)
+      if (has(start.steps, i)) {
+        done = 1 << i;
+        break;
+      }
   }
   for (let j = s + 1; j < events.length && times.length < rules.steps; j++) {
     const e = events[j]!;
@@ -61,7 +65,11 @@ function attempt(events: UnitEvent[], s: number, rules: FunnelRules): UnitResult
     const reached = times.length;
     if (rules.order === 'unordered') {
       let took = -1;
-      for (let i = 0; i < rules.steps; i++) if (has(e.steps, i) && !has(done, i)) { took = i; break; }
+      for (let i = 0; i < rules.steps; i++)
+        if (has(e.steps, i) && !has(done, i)) {
+          took = i;
+          break;
+        }
       if (took >= 0) {
         done |= 1 << took;
         times.push(e.t);

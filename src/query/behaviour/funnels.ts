@@ -97,7 +97,7 @@ export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, inp
   if (rows.length > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
 
   const units: FunnelRun['units'] = [];
-  for (let i = 0; i < rows.length; ) {
+  for (let i = 0; i < rows.length;) {
     const u = rows[i]!.u;
     const events: UnitEvent[] = [];
     const values: (string | null)[] = [];
@@ -141,7 +141,11 @@ function histogram(totals: number[]) {
   const lo = Math.min(...totals);
   const hi = Math.max(...totals);
   const width = Math.max(1000, Math.ceil((hi - lo) / HISTOGRAM_BINS / 1000) * 1000);
-  const bins = Array.from({ length: Math.min(HISTOGRAM_BINS, Math.floor((hi - lo) / width) + 1) }, (_, i) => ({ from_seconds: (lo + i * width) / 1000, to_seconds: (lo + (i + 1) * width) / 1000, count: 0 }));
+  const bins = Array.from({ length: Math.min(HISTOGRAM_BINS, Math.floor((hi - lo) / width) + 1) }, (_, i) => ({
+    from_seconds: (lo + i * width) / 1000,
+    to_seconds: (lo + (i + 1) * width) / 1000,
+    count: 0,
+  }));
   for (const t of totals) bins[Math.min(bins.length - 1, Math.floor((t - lo) / width))]!.count++;
   return bins;
 }
@@ -168,7 +172,12 @@ export async function funnel(db: Db, tenant: TenantPlan & { id: string }, input:
     entered[lo]!++;
     if (r.reached === n) convertedIn[lo]!++;
   }
-  const trends = periods.map((start, i) => ({ period_start: new Date(start).toISOString(), entered: entered[i]!, converted: convertedIn[i]!, conversion_rate: ratio(convertedIn[i]!, entered[i]!) }));
+  const trends = periods.map((start, i) => ({
+    period_start: new Date(start).toISOString(),
+    entered: entered[i]!,
+    converted: convertedIn[i]!,
+    conversion_rate: ratio(convertedIn[i]!, entered[i]!),
+  }));
   const groups = new Map<string | null, UnitResult[]>();
   if (query.breakdown !== undefined) for (const u of units) if (u.result.reached > 0) groups.set(u.value, [...(groups.get(u.value) ?? []), u.result]);
   const breakdown =

@@ -46,7 +46,8 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   const by = q.count_by ?? 'actor';
   const scope = await resolveScope(db, tenant, { ...q, interval: period }, now);
   const cohorts = periodsBetween(scope.from.getTime(), scope.to.getTime(), scope.tz, period, 'period');
-  if (cohorts.length > MAX_COHORTS) throw validationError([{ field: 'period', message: `more than ${MAX_COHORTS} cohorts: use a longer period or a narrower range` }]);
+  if (cohorts.length > MAX_COHORTS)
+    throw validationError([{ field: 'period', message: `more than ${MAX_COHORTS} cohorts: use a longer period or a narrower range` }]);
   // Boundaries of every period a return can fall in: the cohorts', then n more.
   const bounds = [...cohorts, ...Array.from({ length: n + 1 }, (_, i) => periodAfter(cohorts[cohorts.length - 1]!, i + 1, scope.tz, period))];
   const returnEnd = Math.min(bounds[bounds.length - 1]!, now.getTime() + 1);

@@ -57,7 +57,15 @@ export async function segmentFilterSql(q: Queryable, tenant: Tenant, segmentId: 
 }
 
 /** `AND <unit> IN (segment)` for a query counting by actor; segments hold actors, so other units are a 400. */
-export async function segmentClause(q: Queryable, tenant: Tenant, segmentId: string | undefined, countBy: string, unitExpr: string, p: Params, now: Date): Promise<string> {
+export async function segmentClause(
+  q: Queryable,
+  tenant: Tenant,
+  segmentId: string | undefined,
+  countBy: string,
+  unitExpr: string,
+  p: Params,
+  now: Date,
+): Promise<string> {
   if (segmentId === undefined) return '';
   if (countBy !== 'actor') throw validationError([{ field: 'segment_id', message: 'a segment holds actors: count_by actor only' }]);
   return ` AND ${unitExpr} IN (${await segmentFilterSql(q, tenant, segmentId, p, now)})`;
@@ -83,7 +91,13 @@ export async function segmentSize(db: Db, tenant: Tenant, segmentId: string, now
   return { segment_id: segmentId, size: Number(r?.n ?? 0), ...echo, refreshed_at: now.toISOString() };
 }
 
-export async function segmentActorIds(db: Db, tenant: Tenant, segmentId: string, now: Date, page?: { limit: number; after?: string | undefined }): Promise<string[]> {
+export async function segmentActorIds(
+  db: Db,
+  tenant: Tenant,
+  segmentId: string,
+  now: Date,
+  page?: { limit: number; after?: string | undefined },
+): Promise<string[]> {
   const p = new Params();
   const inner = await segmentFilterSql(db, tenant, segmentId, p, now);
   const after = page?.after !== undefined ? `WHERE s.u > ${p.add(page.after)}` : '';
@@ -96,11 +110,27 @@ export async function segmentActors(db: Db, tenant: Tenant, segmentId: string, p
   const echo = await rangeOf(db, tenant, segmentId, now);
   const limit = p.limit ?? 100;
   const ids = await segmentActorIds(db, tenant, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] });
-  return { segment_id: segmentId, ...pageOf(ids.map((id) => ({ id })), limit, (r) => [r.id]), ...echo, refreshed_at: now.toISOString() };
+  return {
+    segment_id: segmentId,
+    ...pageOf(
+      ids.map((id) => ({ id })),
+      limit,
+      (r) => [r.id],
+    ),
+    ...echo,
+    refreshed_at: now.toISOString(),
+  };
 }
 
 /** "Save as segment": a drill-down's whole list becomes a static segment of actors. */
-export async function saveAsSegment(db: Db, tenant: Tenant, save: { name: string; description?: string | undefined }, ids: string[], countBy: string, now: Date): Promise<string> {
+export async function saveAsSegment(
+  db: Db,
+  tenant: Tenant,
+  save: { name: string; description?: string | undefined },
+  ids: string[],
+  countBy: string,
+  now: Date,
+): Promise<string> {
   if (countBy !== 'actor') throw validationError([{ field: 'save_as_segment', message: 'a segment holds actors: count_by actor only' }]);
   return db.tx(async (q) => {
     const seg = await insertSegment(q, tenant.id, { ...save, definition: { actors: ids.length, saved_at: now.toISOString() }, static: true }, now);

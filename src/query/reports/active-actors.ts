@@ -58,7 +58,8 @@ async function period(q: Queryable, f: Filters) {
        SELECT actor, count(*) AS n FROM ad WHERE ad.day >= ${firstDay}::date GROUP BY actor${i === 'day' ? '' : `, date_trunc('${i}', day::timestamp)`}) x GROUP BY n`,
     sql.values,
   );
-  const part = (name: string) => rows.filter((r) => r.part === name).sort((x, y) => (x.part === 'days_active' ? n(x.date) - n(y.date) : x.date.localeCompare(y.date)));
+  const part = (name: string) =>
+    rows.filter((r) => r.part === name).sort((x, y) => (x.part === 'days_active' ? n(x.date) - n(y.date) : x.date.localeCompare(y.date)));
   const active = new Map(part('active').map((r) => [r.date, n(r.a)]));
   const lifecycle = part('lifecycle').map((r) => ({ date: r.date, new: n(r.a), returning: n(r.b), resurrecting: n(r.c), dormant: n(r.d) }));
   const rolling = part('rolling').map((r) => ({ date: r.date, dau: n(r.a), wau: n(r.b), mau: n(r.c), dau_mau: ratio(n(r.a), n(r.c)) }));
@@ -83,5 +84,8 @@ export async function activeActors(q: Queryable, principal: Principal, p: Active
   const answer = { ...(await head(q, f.scope)), ...(f.scope.empty ? empty : await period(q, f)) };
   if (!f.compare) return answer;
   const prev = previousPeriod(f);
-  return { ...answer, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...(prev.scope.empty ? empty : await period(q, prev)) } };
+  return {
+    ...answer,
+    compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...(prev.scope.empty ? empty : await period(q, prev)) },
+  };
 }

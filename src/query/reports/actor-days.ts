@@ -33,7 +33,12 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
   if (!exact) {
     return { ...range, source: 'events', sql: rawEvents(wide, sql, `DISTINCT (e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
   }
-  const where = [`tenant_id = ${sql.p(s.tenantId)}`, `day >= ${sql.p(iso(localDate(new Date(back), s.tz)))}::date`, `day <= ${sql.p(range.lastDay)}::date`, 'events > 0'];
+  const where = [
+    `tenant_id = ${sql.p(s.tenantId)}`,
+    `day >= ${sql.p(iso(localDate(new Date(back), s.tz)))}::date`,
+    `day <= ${sql.p(range.lastDay)}::date`,
+    'events > 0',
+  ];
   if (s.productId) where.push(`product_id = ${sql.p(s.productId)}`);
   if (s.accountId !== undefined) where.push(`account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) where.push(`license_id = ${sql.p(s.licenseId)}`);

@@ -36,7 +36,9 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
      SELECT value, sum(an) AS actors, sum(sn) AS sessions FROM (SELECT value, n AS an, 0 AS sn FROM a UNION ALL SELECT value, 0, n FROM s) u GROUP BY value`,
     sql.values,
   );
-  const all = rows.map((r) => ({ value: r.value, actors: Number(r.actors), sessions: Number(r.sessions) })).sort((x, y) => y.actors - x.actors || y.sessions - x.sessions || String(x.value).localeCompare(String(y.value)));
+  const all = rows
+    .map((r) => ({ value: r.value, actors: Number(r.actors), sessions: Number(r.sessions) }))
+    .sort((x, y) => y.actors - x.actors || y.sessions - x.sessions || String(x.value).localeCompare(String(y.value)));
   const limit = p.limit ?? 20;
   const totalActors = all.reduce((a, r) => a + r.actors, 0);
   const share = (n: number) => (totalActors === 0 ? 0 : Math.round((n / totalActors) * 1_000_000) / 10_000);

@@ -37,7 +37,8 @@ export interface ExplorerEvent {
 
 export const EXPORT_PAGE = 5_000;
 
-export const seesAccounts = (p: Principal) => p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
+export const seesAccounts = (p: Principal) =>
+  p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
 
 type Keyed = ExplorerEvent & { at_key: string };
 async function page(q: Queryable, f: Filters, p: EventListParams, accounts: boolean, before: string[] | undefined, limit: number): Promise<Keyed[]> {
@@ -53,7 +54,12 @@ async function page(q: Queryable, f: Filters, p: EventListParams, accounts: bool
     `${base}${extra.length ? ' AND ' + extra.join(' AND ') : ''} ORDER BY e.occurred_at DESC, e.event_id DESC LIMIT ${sql.p(limit)}`,
     sql.values,
   );
-  return rows.map(({ account_id, license_id, ...r }) => ({ ...r, occurred_at: iso(r.occurred_at)!, received_at: iso(r.received_at)!, ...(accounts ? { account_id, license_id } : {}) }));
+  return rows.map(({ account_id, license_id, ...r }) => ({
+    ...r,
+    occurred_at: iso(r.occurred_at)!,
+    received_at: iso(r.received_at)!,
+    ...(accounts ? { account_id, license_id } : {}),
+  }));
 }
 
 export async function listEvents(q: Queryable, principal: Principal, p: EventListParams, now: Date) {
@@ -79,4 +85,3 @@ export async function* exportEvents(q: Queryable, principal: Principal, p: Event
     before = [last.at_key, last.event_id];
   }
 }
-

@@ -34,7 +34,11 @@ export async function exceptionTrend(q: Queryable, principal: Principal, fingerp
   );
   const total = rows.find((r) => r.date === null);
   const byDate = new Map(rows.filter((r) => r.date !== null).map((r) => [r.date!, r]));
-  const point = (r: { count: string; actors: string; fatal: string } | undefined) => ({ count: Number(r?.count ?? 0), fatal: Number(r?.fatal ?? 0), actors: Number(r?.actors ?? 0) });
+  const point = (r: { count: string; actors: string; fatal: string } | undefined) => ({
+    count: Number(r?.count ?? 0),
+    fatal: Number(r?.fatal ?? 0),
+    actors: Number(r?.actors ?? 0),
+  });
   return {
     ...(await head(q, s)),
     fingerprint,

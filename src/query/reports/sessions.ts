@@ -1,7 +1,19 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { checkBuckets, exactTime, head, keysetCursor, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
+import {
+  checkBuckets,
+  exactTime,
+  head,
+  keysetCursor,
+  label,
+  Params,
+  recordWhere,
+  RecordFilterProps,
+  resolveFilters,
+  type Filters,
+  type Principal,
+} from '../filters.js';
 import { pageOf } from '../page.js';
 import { bucketLabels } from './trends.js';
 
@@ -12,7 +24,11 @@ import { bucketLabels } from './trends.js';
 const STATUSES = ['healthy', 'errored', 'crashed', 'abnormal', 'open'] as const;
 export const SessionListQuery = Type.Object({
   ...RecordFilterProps,
-  status: Type.Optional(Type.Enum([...STATUSES], { description: 'crashed: a fatal exception; abnormal: ended by timeout or sdk_recovery; errored: a non-fatal exception; healthy: ended normally' })),
+  status: Type.Optional(
+    Type.Enum([...STATUSES], {
+      description: 'crashed: a fatal exception; abnormal: ended by timeout or sdk_recovery; errored: a non-fatal exception; healthy: ended normally',
+    }),
+  ),
   actor_id: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -63,7 +79,12 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
     sql.values,
   );
   const paged = pageOf(rows, limit, (r) => [r.at_key, r.session_id]);
-  const data: SessionOut[] = paged.data.map(({ at_key: _k, ...r }) => ({ ...r, started_at: iso(r.started_at)!, ended_at: iso(r.ended_at), errors: n(r.errors) }));
+  const data: SessionOut[] = paged.data.map(({ at_key: _k, ...r }) => ({
+    ...r,
+    started_at: iso(r.started_at)!,
+    ended_at: iso(r.ended_at),
+    errors: n(r.errors),
+  }));
   return { ...(await head(q, f.scope)), data, next_cursor: paged.next_cursor };
 }
 
@@ -72,8 +93,15 @@ export async function sessionStats(q: Queryable, principal: Principal, p: Static
   checkBuckets(f.scope);
   const h = await head(q, f.scope);
   const labels = await bucketLabels(q, f);
-  const statuses = (counts: Record<string, number>) => Object.fromEntries(STATUSES.map((s) => [s, counts[s] ?? 0])) as Record<(typeof STATUSES)[number], number>;
-  const zero = { sessions: 0, duration_s: { p50: null, p90: null, p99: null }, end_reasons: {}, statuses: statuses({}), data: labels.map((date) => ({ date, sessions: 0 })) };
+  const statuses = (counts: Record<string, number>) =>
+    Object.fromEntries(STATUSES.map((s) => [s, counts[s] ?? 0])) as Record<(typeof STATUSES)[number], number>;
+  const zero = {
+    sessions: 0,
+    duration_s: { p50: null, p90: null, p99: null },
+    end_reasons: {},
+    statuses: statuses({}),
+    data: labels.map((date) => ({ date, sessions: 0 })),
+  };
   if (f.scope.empty) return { ...h, ...zero };
   const sql = new Params();
   const w = where(f, sql);

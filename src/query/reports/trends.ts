@@ -1,7 +1,22 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, parseBreakdown, type Breakdown } from '../dimensions.js';
-import { ACTOR, bucketOf, bucketSeries, checkBuckets, FilterProps, head, label, Params, previousPeriod, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
+import {
+  ACTOR,
+  bucketOf,
+  bucketSeries,
+  checkBuckets,
+  FilterProps,
+  head,
+  label,
+  Params,
+  previousPeriod,
+  rawEvents,
+  requireAccountAnswers,
+  resolveFilters,
+  type Filters,
+  type Principal,
+} from '../filters.js';
 
 // Trends: event counts and unique actors per interval, with at most one breakdown, its top N
 // values and "other" (PostHog's trends with math total and dau, breakdown_limit and the "other"
@@ -10,7 +25,9 @@ import { ACTOR, bucketOf, bucketSeries, checkBuckets, FilterProps, head, label, 
 export const TrendsQuery = Type.Object({
   ...FilterProps,
   breakdown: Type.Optional(Type.String({ minLength: 1, maxLength: 80, description: BREAKDOWN_DESCRIPTION })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'breakdown values shown; the rest are summed into one "other" series' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'breakdown values shown; the rest are summed into one "other" series' }),
+  ),
 });
 export type TrendsParams = Static<typeof TrendsQuery>;
 
@@ -47,7 +64,11 @@ async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit:
   for (const r of rows) {
     const id = JSON.stringify([r.o, r.k]);
     let one = byKey.get(id);
-    if (!one) byKey.set(id, (one = { breakdown_value: r.k, other: r.o, total: { events: 0, actors: 0 }, data: labels.map((date) => ({ date, events: 0, actors: 0 })) }));
+    if (!one)
+      byKey.set(
+        id,
+        (one = { breakdown_value: r.k, other: r.o, total: { events: 0, actors: 0 }, data: labels.map((date) => ({ date, events: 0, actors: 0 })) }),
+      );
     const counts = { events: Number(r.events), actors: Number(r.actors) };
     if (r.date === null) one.total = counts;
     else {
@@ -55,8 +76,11 @@ async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit:
       if (point) Object.assign(point, counts);
     }
   }
-  if (!b && byKey.size === 0) byKey.set('none', { breakdown_value: null, other: false, total: { events: 0, actors: 0 }, data: labels.map((date) => ({ date, events: 0, actors: 0 })) });
-  return [...byKey.values()].sort((x, y) => Number(x.other) - Number(y.other) || y.total.events - x.total.events || String(x.breakdown_value).localeCompare(String(y.breakdown_value)));
+  if (!b && byKey.size === 0)
+    byKey.set('none', { breakdown_value: null, other: false, total: { events: 0, actors: 0 }, data: labels.map((date) => ({ date, events: 0, actors: 0 })) });
+  return [...byKey.values()].sort(
+    (x, y) => Number(x.other) - Number(y.other) || y.total.events - x.total.events || String(x.breakdown_value).localeCompare(String(y.breakdown_value)),
+  );
 }
 
 export async function bucketLabels(q: Queryable, f: Filters): Promise<string[]> {

@@ -21,7 +21,13 @@ const UTC = new Set(['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT']);
 function actorVersionDays(f: Filters, sql: Params): string {
   const s = f.scope;
   if (UTC.has(s.tz) && f.category === undefined && f.name === undefined && f.properties.length === 0 && s.version === undefined) {
-    const w = [`tenant_id = ${sql.p(s.tenantId)}`, `day >= (${sql.p(s.from)}::timestamptz AT TIME ZONE 'UTC')::date`, `day < (${sql.p(s.to)}::timestamptz AT TIME ZONE 'UTC')::date + 1`, 'events > 0', `product_id = ${sql.p(s.productId)}`];
+    const w = [
+      `tenant_id = ${sql.p(s.tenantId)}`,
+      `day >= (${sql.p(s.from)}::timestamptz AT TIME ZONE 'UTC')::date`,
+      `day < (${sql.p(s.to)}::timestamptz AT TIME ZONE 'UTC')::date + 1`,
+      'events > 0',
+      `product_id = ${sql.p(s.productId)}`,
+    ];
     if (s.accountId !== undefined) w.push(`account_id = ${sql.p(s.accountId)}`);
     if (s.licenseId !== undefined) w.push(`license_id = ${sql.p(s.licenseId)}`);
     return `SELECT day, actor_id AS actor, version, account_id, last_seen FROM rm_actor_days WHERE ${w.join(' AND ')}`;
@@ -41,7 +47,8 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   const s = f.scope;
   const h = await head(q, s);
   const accounts = seesAccounts(principal);
-  if (s.empty || !s.productId) return { ...h, latest_version: null, share_on_latest: null, adoption: [], upgrade_lag: accounts ? [] : null, archived_accounts: accounts ? [] : null };
+  if (s.empty || !s.productId)
+    return { ...h, latest_version: null, share_on_latest: null, adoption: [], upgrade_lag: accounts ? [] : null, archived_accounts: accounts ? [] : null };
   const versions = await allVersions(q, s.tenantId, s.productId);
   const latest = pickLatest(versions)?.product_version ?? null;
   const sql = new Params();
@@ -65,14 +72,24 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
     ...h,
     latest_version: latest,
     share_on_latest: latest === null || all === 0 ? null : Math.round((Number(latestRow!.m) / all) * 1_000_000) / 10_000,
-    adoption: rows.filter((r) => r.part === 'adoption').map((r) => ({ date: r.a, version: r.b, actors: Number(r.n) })).sort((x, y) => x.date.localeCompare(y.date) || y.actors - x.actors || x.version.localeCompare(y.version)),
+    adoption: rows
+      .filter((r) => r.part === 'adoption')
+      .map((r) => ({ date: r.a, version: r.b, actors: Number(r.n) }))
+      .sort((x, y) => x.date.localeCompare(y.date) || y.actors - x.actors || x.version.localeCompare(y.version)),
     upgrade_lag: accounts ? await upgradeLag(q, s.tenantId, s.productId, versions) : null,
-    archived_accounts: accounts ? rows.filter((r) => r.part === 'archived').map((r) => ({ account_id: r.a, version: r.b, actors: Number(r.n), last_seen: iso(r.t) })) : null,
+    archived_accounts: accounts
+      ? rows.filter((r) => r.part === 'archived').map((r) => ({ account_id: r.a, version: r.b, actors: Number(r.n), last_seen: iso(r.t) }))
+      : null,
   };
 }
 
 /** Per version: its release (release_date, else first seen), and the days each account took to first run it (UTC days). */
-async function upgradeLag(q: Queryable, tenantId: string, productId: string, versions: { product_version: string; release_date?: unknown; first_seen?: unknown }[]) {
+async function upgradeLag(
+  q: Queryable,
+  tenantId: string,
+  productId: string,
+  versions: { product_version: string; release_date?: unknown; first_seen?: unknown }[],
+) {
   const rows = await q.query<{ version: string; released: string | null; accounts: string; p50: number | null; p90: number | null }>(
     `WITH rel AS (SELECT version, coalesce(release_date, (first_seen AT TIME ZONE 'UTC')::date) AS released FROM product_versions WHERE tenant_id = $1 AND product_id = $2),
           firsts AS (SELECT version, account_id, min(day) AS day FROM rm_actor_days WHERE tenant_id = $1 AND product_id = $2 AND account_id <> '' AND events > 0 GROUP BY 1, 2)
@@ -85,7 +102,13 @@ async function upgradeLag(q: Queryable, tenantId: string, productId: string, ver
   const order = new Map(versions.map((v, n) => [v.product_version, n]));
   return rows
     .sort((a, b) => (order.get(b.version) ?? 0) - (order.get(a.version) ?? 0))
-    .map((r) => ({ version: r.version, released_on: r.released, accounts: Number(r.accounts), median_lag_days: r.p50 === null ? null : Number(r.p50), p90_lag_days: r.p90 === null ? null : Number(r.p90) }));
+    .map((r) => ({
+      version: r.version,
+      released_on: r.released,
+      accounts: Number(r.accounts),
+      median_lag_days: r.p50 === null ? null : Number(r.p50),
+      p90_lag_days: r.p90 === null ? null : Number(r.p90),
+    }));
 }
 
 export const AccountsOverTimeQuery = Type.Object(FilterProps);
@@ -100,11 +123,22 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   if (s.empty) return { ...h, data: [] };
   const sql = new Params();
   const tz = sql.p(s.tz);
-  const ev = rawEvents(f, sql, `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${tz}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`);
+  const ev = rawEvents(
+    f,
+    sql,
+    `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${tz}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
+  );
   const rows = await q.query<{ date: string; accounts: string; licenses: string }>(
     `SELECT to_char(b, ${s.interval === 'hour' ? `'YYYY-MM-DD"T"HH24:00'` : `'YYYY-MM-DD'`}) AS date, count(DISTINCT a) AS accounts, count(DISTINCT l) AS licenses FROM (${ev}) x GROUP BY b ORDER BY b`,
     sql.values,
   );
   const byDate = new Map(rows.map((r) => [r.date, r]));
-  return { ...h, data: (await bucketLabels(q, f)).map((date) => ({ date, accounts: Number(byDate.get(date)?.accounts ?? 0), licenses: Number(byDate.get(date)?.licenses ?? 0) })) };
+  return {
+    ...h,
+    data: (await bucketLabels(q, f)).map((date) => ({
+      date,
+      accounts: Number(byDate.get(date)?.accounts ?? 0),
+      licenses: Number(byDate.get(date)?.licenses ?? 0),
+    })),
+  };
 }

@@ -119,7 +119,9 @@ export function createDurability(opts: DurabilityOptions): Durability {
     syncWal,
     stop: () => clearInterval(timer),
     async close(exec, closeStore) {
-      await exec('CHECKPOINT').catch((err: unknown) => log.error({ err }, 'embedded store: the checkpoint at close failed; the WAL is replayed at the next start'));
+      await exec('CHECKPOINT').catch((err: unknown) =>
+        log.error({ err }, 'embedded store: the checkpoint at close failed; the WAL is replayed at the next start'),
+      );
       await closeStore();
       await fsyncTree(dataDir, log).catch((err: unknown) => log.error({ err }, 'embedded store: the fsync at close failed'));
     },

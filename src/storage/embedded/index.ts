@@ -35,7 +35,9 @@ async function initialise(dataDir: string): Promise<void> {
     let err = '';
     child.stderr.on('data', (d) => (err += d));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initialising the embedded store in ${dataDir} failed: ${err.trim().split('\n').pop() ?? code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`initialising the embedded store in ${dataDir} failed: ${err.trim().split('\n').pop() ?? code}`)),
+    );
   });
 }
 

@@ -30,7 +30,9 @@ export interface RpcOptions {
 
 /** Starts the worker and resolves once PGlite is open and listening for catalog changes. */
 export async function startWorker(opts: RpcOptions): Promise<Rpc> {
-  const worker = new Worker(new URL('./worker.mjs', import.meta.url), { workerData: { dataDir: opts.dataDir, syncOnCommit: opts.syncOnCommit, sharedBuffersMb: opts.sharedBuffersMb } });
+  const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
+    workerData: { dataDir: opts.dataDir, syncOnCommit: opts.syncOnCommit, sharedBuffersMb: opts.sharedBuffersMb },
+  });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let nextId = 1;
   let closed = false;

@@ -116,7 +116,9 @@ const takeCatalogChange = () => {
   return changed;
 };
 
-pg.waitReady.then(() => pg.listen('tally_catalog', () => void (catalogChanged = true))).then(
-  () => port.postMessage({ id: 0, result: 'ready' }),
-  (/** @type {any} */ err) => port.postMessage({ id: 0, error: { message: String(err?.message ?? err) } }),
-);
+pg.waitReady
+  .then(() => pg.listen('tally_catalog', () => void (catalogChanged = true)))
+  .then(
+    () => port.postMessage({ id: 0, result: 'ready' }),
+    (/** @type {any} */ err) => port.postMessage({ id: 0, error: { message: String(err?.message ?? err) } }),
+  );

@@ -15,8 +15,16 @@ export interface Slice {
 }
 
 // Every arm carries a range of the xid, so that each can use the BRIN index; $5 and $6 bound the resolved xids.
-const inSlice = (col: string) => `((${col} >= $1 AND ${col} < $2 AND ${col} <> ALL($3::bigint[])) OR (${col} >= $5 AND ${col} <= $6 AND ${col} = ANY($4::bigint[])))`;
-const params = (s: Slice) => [s.from, s.to, s.skip, s.resolved, s.resolved.length ? Math.min(...s.resolved) : 1, s.resolved.length ? Math.max(...s.resolved) : 0];
+const inSlice = (col: string) =>
+  `((${col} >= $1 AND ${col} < $2 AND ${col} <> ALL($3::bigint[])) OR (${col} >= $5 AND ${col} <= $6 AND ${col} = ANY($4::bigint[])))`;
+const params = (s: Slice) => [
+  s.from,
+  s.to,
+  s.skip,
+  s.resolved,
+  s.resolved.length ? Math.min(...s.resolved) : 1,
+  s.resolved.length ? Math.max(...s.resolved) : 0,
+];
 const utcDay = (col: string) => `((${col} AT TIME ZONE 'UTC')::date)`;
 const utcHour = (col: string) => `(date_trunc('hour', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`;
 /** The identified actor an id resolves to (one level: links never chain). */
