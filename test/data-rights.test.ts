@@ -36,8 +36,9 @@ async function holdings(tenantId: string, actors: string[]): Promise<Record<stri
     invalid_events: await n(
       "SELECT count(*)::int AS n FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) a WHERE strpos(payload, '\"' || a || '\"') > 0)",
     ),
-    ru_actor_facts: await n('SELECT count(*)::int AS n FROM ru_actor_facts WHERE tenant_id = $1 AND actor_id = ANY($2)'),
-    ru_key_members: await n("SELECT count(*)::int AS n FROM ru_key_members WHERE tenant_id = $1 AND member_kind = 'u' AND member = ANY($2)"),
+    rm_actor_days: await n('SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    rm_actor_first: await n('SELECT count(*)::int AS n FROM rm_actor_first WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    rm_sessions: await n('SELECT count(*)::int AS n FROM rm_sessions WHERE tenant_id = $1 AND actor_id = ANY($2)'),
   };
 }
 
@@ -90,7 +91,7 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
       Object.values(await holdings(tenant.id, ['alice', 'anon-a'])).every((n) => n > 0),
       'the fixture fills every table',
     );
-    const [factsBefore] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM ru_event_facts WHERE tenant_id = $1', [tenant.id]);
+    const [factsBefore] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM rm_usage_days WHERE tenant_id = $1', [tenant.id]);
     assert.equal(factsBefore!.n, 6);
 
     const res = await t.app.inject({ method: 'DELETE', url: '/v1/actors/alice', headers: { authorization: `Bearer ${tenant.adminKey}` } });
@@ -112,7 +113,7 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
       'nothing of alice is left',
     );
     assert.deepEqual(await holdings(tenant.id, ['bob']), bobBefore, 'bob untouched');
-    const [facts] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM ru_event_facts WHERE tenant_id = $1', [tenant.id]);
+    const [facts] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM rm_usage_days WHERE tenant_id = $1', [tenant.id]);
     assert.equal(facts!.n, 2, "the derived counts lost alice's events, and only hers");
     await runJob(rollupJob(60));
     const acme = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();

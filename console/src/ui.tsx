@@ -116,7 +116,7 @@ export const RANGES: [string, string][] = [
 
 export function Table({ caption, head, rows }: { caption: string; head: string[]; rows: ComponentChildren[][] }) {
   return (
-    <div class="table-wrap">
+    <div class="table-wrap" tabIndex={0}>
       <table>
         <caption>{caption}</caption>
         <thead>

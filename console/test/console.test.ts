@@ -229,12 +229,12 @@ describe('console', { skip, timeout: 600_000 }, () => {
     }
     await page.waitForFunction(() => document.querySelectorAll('ol.steps > li').length === 4);
     await page.selectOption('#f-range', '7d');
-    await page.selectOption('#f-breakdown', 'version');
+    await page.selectOption('#f-breakdown', 'product_version');
     await settled(page);
     const url = new URL(page.url().replace('#/', ''));
     assert.equal(url.searchParams.get('steps'), 'app:started,app:opened,editor:file_saved');
     assert.equal(url.searchParams.get('range'), '7d');
-    assert.equal(url.searchParams.get('breakdown'), 'version');
+    assert.equal(url.searchParams.get('breakdown'), 'product_version');
     await page.reload();
     await page.waitForFunction(() => document.querySelectorAll('ol.steps > li').length === 4);
     const available = !(await page.$('text=Not available on this server yet'));

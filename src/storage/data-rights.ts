@@ -69,8 +69,10 @@ export type Erased = Record<string, number>;
  * transaction (pass a transaction's Queryable). Every table that holds an actor's data is here:
  *   raw:     events, sessions (and their pending ends and early signs), exceptions, environments,
  *            actor_links, invalid_events (any dead letter whose raw payload names the actor)
- *   derived: rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions (the actor's rows),
- *            actor_traits, segment_members; the count tables keep anonymous totals
+ *   derived: rm_event_hours, rm_feature_days, rm_usage_days (the actor's folded share taken out
+ *            as negative deltas), rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions
+ *            (the actor's rows), actor_traits, segment_members, and rollup_dirty (the tenant's
+ *            account and license snapshots are rebuilt at the next run)
  * Usage counters (billing) are not changed: they count events, not people.
  */
 export async function eraseActor(q: Queryable, tenantId: string, actorId: string): Promise<Erased> {
@@ -82,16 +84,48 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
     erased[table] = (erased[table] ?? 0) + rows[0]!.n;
   };
 
-  // Derived: every row of the read model that names the actor (docs/read-model.md). The count
-  // tables (rm_event_hours, rm_usage_days, rm_feature_days) hold no actor id and keep the
-  // actor's share of anonymous totals: no personal data is left in them (docs/data-rights.md).
-  for (const table of ['rm_actor_days', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits']) {
+  // Derived. The count tables hold no actor id: what the actor contributed, of the rows already
+  // folded (below the job's horizon and not pending), is taken out as negative deltas (readers sum,
+  // docs/read-model.md). Then every row of the read model that names the actor goes.
+  const folded = (col: string) => `${col} < s.horizon AND ${col} <> ALL(coalesce(s.pending, '{}'::bigint[]))`;
+  const hour = (col: string) => `(date_trunc('hour', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`;
+  const day = (col: string) => `((${col} AT TIME ZONE 'UTC')::date)`;
+  const mine = 'r.tenant_id = $1 AND r.actor_id = ANY($2::text[])';
+  await count(
+    'rm_event_hours',
+    `INSERT INTO rm_event_hours (tenant_id, hour, product_id, product_version, category, name, events, first_seen, last_seen)
+     SELECT r.tenant_id, ${hour('r.occurred_at')}, r.product_id, r.product_version, r.category, r.name, -count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM events r, rollup_state s WHERE s.id = 1 AND ${mine} AND ${folded('r.ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6`,
+  );
+  await count(
+    'rm_feature_days',
+    `INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
+     SELECT r.tenant_id, ${day('r.occurred_at')}, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.category, r.name, -count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM events r, rollup_state s WHERE s.id = 1 AND ${mine} AND ${folded('r.ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+  );
+  await count(
+    'rm_usage_days',
+    `INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, first_seen, last_seen)
+     SELECT r.tenant_id, ${day('r.occurred_at')}, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.product_version, -count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM events r, rollup_state s WHERE s.id = 1 AND ${mine} AND ${folded('r.ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6`,
+  );
+  await count(
+    'rm_usage_days',
+    `INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, exceptions, first_seen, last_seen)
+     SELECT r.tenant_id, ${day('r.occurred_at')}, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.product_version, -count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM exceptions r, rollup_state s WHERE s.id = 1 AND ${mine} AND ${folded('r.ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6`,
+  );
+  // A session counts under the account and license the read model gave it (rm_sessions, as folded).
+  await count(
+    'rm_usage_days',
+    `INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, sessions)
+     SELECT r.tenant_id, r.day, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.product_version, -count(*)
+       FROM rm_sessions r WHERE ${mine} AND r.started_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`,
+  );
+  for (const table of ['rm_actor_days', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits', 'segment_members']) {
     await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);
   }
-  await count(
-    'segment_members',
-    'DELETE FROM segment_members m USING segments s WHERE s.id = m.segment_id AND s.tenant_id = $1 AND m.actor_id = ANY($2::text[])',
-  );
+  await q.query('INSERT INTO rollup_dirty (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING', [tenantId]);
 
   // Raw.
   await count(

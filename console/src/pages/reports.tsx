@@ -16,7 +16,13 @@ interface Report {
   title: string;
   path: string;
   controls: Control[];
+  /** A query sent as a POST body (funnels, retention): the body carries the filters too. */
   post?: (params: URLSearchParams) => unknown;
+  /** A list with no report filters (segments). */
+  plain?: boolean;
+  /** What the endpoint needs before it can answer; until then the page asks for it instead. */
+  missing?: (params: URLSearchParams) => string | undefined;
+  breakdowns?: [string, string][];
 }
 
 const RANGE: [string, string][] = [
@@ -29,6 +35,16 @@ const BREAKDOWNS: [string, string][] = [
   ['', 'No breakdown'],
   ...['category', 'name', 'version', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b]),
 ];
+// A funnel breaks down by a field of its first step (docs/behaviour.md).
+const FUNNEL_BREAKDOWNS: [string, string][] = [
+  ['', 'No breakdown'],
+  ['product_version', 'version'],
+  ['account_id', 'account'],
+  ['license_id', 'license'],
+];
+const PERIODS = new Set(['day', 'week', 'month']);
+/** The filters a POST body carries, from the URL (empty ones left out). */
+const bodyFilters = (p: URLSearchParams) => ({ range: p.get('range') ?? '30d', ...(p.get('product') ? { product: p.get('product') } : {}) });
 
 /** Funnel steps in the URL: steps=category:name,category:name */
 export const stepsOf = (p: URLSearchParams) =>
@@ -48,11 +64,25 @@ const DEFS: Report[] = [
     title: 'Funnels',
     path: '/v1/funnels',
     controls: ['breakdown', 'view'],
-    post: (p) => ({ steps: stepsOf(p), range: p.get('range') ?? '30d', breakdown: p.get('breakdown') || undefined }),
+    breakdowns: FUNNEL_BREAKDOWNS,
+    missing: (p) => (stepsOf(p).length < 2 ? 'Add at least two steps (category and name) to build a funnel.' : undefined),
+    post: (p) => ({ ...bodyFilters(p), steps: stepsOf(p), ...(p.get('breakdown') ? { breakdown: p.get('breakdown') } : {}) }),
   },
-  { id: 'retention', title: 'Retention', path: '/v1/retention', controls: ['interval', 'event'] },
-  { id: 'paths', title: 'Paths', path: '/v1/paths', controls: ['event'] },
-  { id: 'segments', title: 'Segments', path: '/v1/segments', controls: [] },
+  {
+    id: 'retention',
+    title: 'Retention',
+    path: '/v1/retention',
+    controls: ['interval'],
+    post: (p) => ({ ...bodyFilters(p), ...(PERIODS.has(p.get('interval') ?? '') ? { period: p.get('interval') } : {}) }),
+  },
+  {
+    id: 'paths',
+    title: 'Paths',
+    path: '/v1/paths',
+    controls: ['event'],
+    missing: (p) => (!p.get('category') || !p.get('name') ? 'Pick an event (category and name) to see what comes after it.' : undefined),
+  },
+  { id: 'segments', title: 'Segments', path: '/v1/segments', controls: [], plain: true },
   { id: 'sessions', title: 'Sessions', path: '/v1/sessions/stats', controls: ['interval'] },
   { id: 'release-health', title: 'Release health', path: '/v1/sessions/release-health', controls: [] },
   { id: 'environment', title: 'Environment', path: '/v1/environment/os', controls: [] },
@@ -61,6 +91,7 @@ const DEFS: Report[] = [
 ];
 
 function queryOf(r: Report, p: URLSearchParams): Query {
+  if (r.plain || r.post) return {};
   const q: Query = { range: p.get('range') ?? '30d', product: p.get('product') ?? '' };
   if (r.controls.includes('interval')) q.interval = p.get('interval') ?? 'day';
   if (r.controls.includes('breakdown')) q.breakdown = p.get('breakdown') ?? '';
@@ -73,9 +104,10 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
   const query = queryOf(r, params);
   const body = r.post?.(params);
   const live = r.controls.includes('live') && params.get('live') === '1';
+  const missing = r.missing?.(params);
   const q = useQuery(
-    JSON.stringify([r.path, query, body]),
-    () => api<unknown>(r.path, body ? { method: 'POST', body, query } : { query }),
+    JSON.stringify([r.path, query, body, missing]),
+    () => (missing ? Promise.resolve({ data: [], note: missing }) : api<unknown>(r.path, body ? { method: 'POST', body } : { query })),
     live ? 5000 : undefined,
   );
   const view = params.get('view') ?? 'line';
@@ -91,14 +123,16 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
   return (
     <>
       <div class="filters">
-        <Select label="Range" name="range" value={String(query.range)} options={RANGE} />
-        <ProductPicker access={access} value={String(query.product)} all />
+        <Select label="Range" name="range" value={params.get('range') ?? '30d'} options={RANGE} />
+        <ProductPicker access={access} value={params.get('product') ?? ''} all />
         {r.controls.includes('interval') && (
-          <Select label="Interval" name="interval" value={String(query.interval)} options={['hour', 'day', 'week', 'month'].map((i) => [i, i])} />
+          <Select label="Interval" name="interval" value={params.get('interval') ?? 'day'} options={['hour', 'day', 'week', 'month'].map((i) => [i, i])} />
         )}
         {r.controls.includes('event') && <TextFilter label="Category" name="category" value={params.get('category') ?? ''} />}
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}
-        {r.controls.includes('breakdown') && <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />}
+        {r.controls.includes('breakdown') && (
+          <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={r.breakdowns ?? BREAKDOWNS} />
+        )}
         {r.controls.includes('compare') && <Check label="Compare to previous period" name="compare" on={!!params.get('compare')} />}
         {r.controls.includes('live') && <Check label="Live refresh (5 s)" name="live" on={live} />}
         {r.controls.includes('view') && (

@@ -8,8 +8,18 @@ import { Empty } from '../ui';
 type Row = Record<string, unknown>;
 const TIME_KEYS = ['t', 'time', 'bucket', 'interval_start', 'start', 'date', 'day', 'period', 'period_start', 'cohort'];
 
+/** A retention cohort's periods ({period, count, percentage, …}) become its percentages, 0–100: heatmap cells. */
+function cellsOf(row: Row): Row {
+  const out: Row = {};
+  for (const [k, v] of Object.entries(row)) {
+    const periods = Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'object' && x !== null && typeof (x as Row).percentage === 'number');
+    out[periods ? `${k}_pct` : k] = periods ? (v as Row[]).map((x) => Math.round((x.percentage as number) * 1000) / 10) : v;
+  }
+  return out;
+}
+
 export function rowsOf(answer: unknown): Row[] {
-  if (Array.isArray(answer)) return answer.filter((r): r is Row => typeof r === 'object' && r !== null);
+  if (Array.isArray(answer)) return answer.filter((r): r is Row => typeof r === 'object' && r !== null).map(cellsOf);
   if (typeof answer !== 'object' || answer === null) return [];
   for (const key of ['data', 'series', 'steps', 'rows', 'cohorts', 'matrix', 'paths', 'versions', 'groups', 'points']) {
     const v = (answer as Row)[key];
@@ -30,9 +40,11 @@ export function toCsv(rows: Row[]): string {
   return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n');
 }
 
-function heat(v: number, max: number): string {
+/** A heatmap cell: deeper blue for more, with text dark or white for contrast (WCAG AA). */
+function heat(v: number, max: number): { background: string; color: string } {
   const a = max > 0 ? Math.min(1, v / max) : 0;
-  return `rgba(37, 99, 235, ${(0.08 + a * 0.8).toFixed(2)})`;
+  const alpha = 0.08 + a * 0.8;
+  return { background: `rgba(29, 78, 216, ${alpha.toFixed(2)})`, color: alpha > 0.45 ? '#ffffff' : '#0f172a' };
 }
 
 export function Result({ answer, view, title }: { answer: unknown; view: string; title: string }) {
@@ -56,7 +68,7 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
           series={numeric.map((c) => ({ label: c, values: rows.map((r) => r[c] as number) }))}
         />
       )}
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0}>
         <table class={arrays.length ? 'heatmap' : undefined}>
           <caption>{title}</caption>
           <thead>
@@ -77,7 +89,7 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
                 ))}
                 {arrays.flatMap((c) =>
                   ((r[c] as number[] | undefined) ?? []).map((v, j) => (
-                    <td key={`${c}${j}`} style={{ background: heat(v, max) }}>
+                    <td key={`${c}${j}`} style={heat(v, max)}>
                       {cell(v)}
                     </td>
                   )),

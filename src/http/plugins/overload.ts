@@ -26,10 +26,13 @@ export function loopMonitor(limitMs: number, sustainMs: number, now: () => numbe
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
   let overSince: number | undefined;
+  let lastSample = performance.now();
   const timer = setInterval(() => {
-    // The worst delay of the window: a blocked loop also delays this timer, so each sample
-    // covers at least its own window whatever the load.
-    const delayMs = histogram.max / 1e6;
+    // The worst delay of the window, as the histogram saw it or as this timer's own lateness
+    // shows it (a blocked loop delays both): each sample covers at least its own window.
+    const at = performance.now();
+    const delayMs = Math.max(histogram.max / 1e6, at - lastSample - SAMPLE_MS);
+    lastSample = at;
     histogram.reset();
     if (delayMs <= limitMs) overSince = undefined;
     else overSince ??= now() - SAMPLE_MS;
