@@ -28,8 +28,22 @@ export function rowsOf(answer: unknown): Row[] {
   return [];
 }
 
-const cell = (v: unknown): string =>
-  typeof v === 'number' ? fmt.format(v) : v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+/** Ratios (0–1) of the behaviour answers, shown as percentages. */
+const RATIO = /^(conversion|drop_off|conversion_rate)/;
+const MIDNIGHT = /^(\d{4}-\d{2}-\d{2})T00:00:00(\.0+)?Z$/;
+
+const cell = (v: unknown, col = ''): string =>
+  typeof v === 'number' && RATIO.test(col) && v >= 0 && v <= 1
+    ? `${fmt.format(Math.round(v * 1000) / 10)} %`
+    : typeof v === 'string' && MIDNIGHT.test(v)
+      ? v.slice(0, 10) // a period start: the day says it all
+      : typeof v === 'number'
+        ? fmt.format(v)
+        : v === null || v === undefined
+          ? '—'
+          : typeof v === 'object'
+            ? JSON.stringify(v)
+            : String(v);
 
 export function toCsv(rows: Row[]): string {
   const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
@@ -75,7 +89,7 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
             <tr>
               {scalars.map((c) => (
                 <th scope="col" key={c}>
-                  {c}
+                  {c.replaceAll('_', ' ')}
                 </th>
               ))}
               {arrays.length > 0 && Array.from({ length: width }, (_, i) => <th scope="col" key={`p${i}`}>{`+${i}`}</th>)}
@@ -85,14 +99,19 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
             {rows.map((r, i) => (
               <tr key={i}>
                 {scalars.map((c) => (
-                  <td key={c}>{cell(r[c])}</td>
+                  <td key={c}>{cell(r[c], c)}</td>
                 ))}
                 {arrays.flatMap((c) =>
-                  ((r[c] as number[] | undefined) ?? []).map((v, j) => (
-                    <td key={`${c}${j}`} style={heat(v, max)}>
-                      {cell(v)}
-                    </td>
-                  )),
+                  ((r[c] as number[] | undefined) ?? []).map((v, j) =>
+                    // An empty cohort has no rate to show: a blank, not a 0 % that reads as churn.
+                    r.size === 0 ? (
+                      <td key={`${c}${j}`}>—</td>
+                    ) : (
+                      <td key={`${c}${j}`} style={heat(v, max)}>
+                        {c.endsWith('_pct') ? `${cell(v)} %` : cell(v)}
+                      </td>
+                    ),
+                  ),
                 )}
               </tr>
             ))}
