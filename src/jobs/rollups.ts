@@ -1,6 +1,16 @@
 import { LOCKS, type LockedSession, type Queryable } from '../storage/db.js';
-import { compactDay, compactionDue } from '../storage/read-model/compact.js';
-import { dirtyTenants, foldNewRows, foldRange, markDirty, refreshTenant, saveFoldRange, staleTenants, touchRefreshed } from '../storage/rollups.js';
+import { compactDay, compactionDue, FOLDS_DUE } from '../storage/read-model/compact.js';
+import {
+  dirtyTenants,
+  foldNewRows,
+  foldRange,
+  markDirty,
+  refreshTenant,
+  saveFoldRange,
+  sliceEvents,
+  staleTenants,
+  touchRefreshed,
+} from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
 export const WINDOW_DAYS = 30;
@@ -28,40 +38,75 @@ function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T>
  * The fold goes in slices of transaction ids, each slice its own transaction: its derived rows, the
  * horizon it moved, and the tenants it touched (marked for refresh) commit together, so every row
  * is folded exactly once and no refresh is lost to a crash. Each tenant's refresh is a transaction
- * of its own. Slices aim at `sliceMs` each, halving or doubling their width from the last one's
- * time: on the embedded store, whose one connection requests share with the job, that bounds how
- * long a request waits behind it; on PostgreSQL it bounds the length of the job's transactions. A
- * slice that overran narrows the next in proportion (at least by half).
+ * of its own. Slices aim at `sliceMs` each: on the embedded store, whose one connection requests
+ * share with the job, that bounds how long a request waits behind it; on PostgreSQL it bounds the
+ * length of the job's transactions. Each slice's width follows the last one's time in proportion,
+ * at most doubling (a slice's cost is partly fixed), and an overrun at least halves it. Transaction
+ * ids are not events (a migration, the job's own transactions write none; a batch writes up to
+ * 1000), so a slice wider than any timed so far first counts its events and narrows to what its
+ * time allows at the cost per event last seen.
+ *
+ * A run of many slices (a backlog) compacts the days its slices piled deltas on every FOLDS_DUE
+ * slices, so that no compaction grows long, and refreshes the snapshots it has made stale every
+ * interval, so that the account views move while it catches up.
  */
 export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256): Job {
-  let width = initialWidth; // transaction ids per slice, carried from run to run
+  const intervalMs = Math.max(1, intervalSeconds) * 1000;
+  let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
+  let timedWidth = 0; // the widest slice whose events were counted or timed
+  let usPerEvent = 20; // the fold's cost per event, learned from counted slices
   return {
     name: 'rollups',
     lockKey: LOCKS.rollups,
-    intervalMs: Math.max(1, intervalSeconds) * 1000,
+    intervalMs,
     async run(s, now) {
       const start = windowStart(now);
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
+      let refreshedAt = performance.now();
+      let slices = 0;
       for (let more = true; more;) {
         let took = 0; // the slice's own work, not its wait for the connection
+        let counted: number | undefined;
         more = await step(s, async (q) => {
           const began = performance.now();
-          const range = await foldRange(q, width, until);
+          let range = await foldRange(q, Math.max(1, Math.floor(width)), until);
           until ??= range.xmax;
+          if (range.to - range.from > timedWidth) {
+            counted = await sliceEvents(q, range);
+            const fits = Math.max(1, Math.floor((sliceMs * 1000) / usPerEvent));
+            if (counted > fits && range.to - range.from > 1) {
+              width = Math.max(1, Math.floor(((range.to - range.from) * fits) / counted));
+              range = await foldRange(q, Math.max(1, Math.floor(width)), until);
+              counted = undefined;
+            }
+          }
           const touched = await foldNewRows(q, range);
           await saveFoldRange(q, range);
           await markDirty(q, [...touched]);
           took = performance.now() - began;
+          timedWidth = Math.max(timedWidth, range.to - range.from);
           return range.capped;
         });
-        if (took > sliceMs) width = Math.max(1, Math.floor(width * Math.min(0.5, sliceMs / took)));
-        else if (more && took < sliceMs / 4) width = Math.min(width * 2, 1 << 30);
+        if (counted !== undefined && counted > 1000) usPerEvent = Math.max(1, (took * 1000) / counted);
+        if (took > sliceMs) {
+          width = Math.max(1, width * Math.max(0.25, Math.min(0.5, sliceMs / took)));
+          timedWidth = Math.floor(width);
+        } else if (more) width = Math.min(width * Math.min(2, sliceMs / Math.max(took, 1)), 1 << 30);
+        if (more && ++slices % FOLDS_DUE === 0) await compact(s, now);
+        if (more && performance.now() - refreshedAt > intervalMs) {
+          for (const tenantId of await dirtyTenants(s)) await step(s, (q) => refreshTenant(q, tenantId, start, now));
+          refreshedAt = performance.now();
+        }
       }
       const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
       for (const tenantId of due) await step(s, (q) => refreshTenant(q, tenantId, start, now));
       await step(s, (q) => touchRefreshed(q, now));
-      // Compaction last, a (tenant, day) per transaction, bounded per run: it is never urgent.
-      for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN)) await step(s, (q) => compactDay(q, d.tenant_id, d.day));
+      await compact(s, now);
     },
   };
+}
+
+/** Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. */
+async function compact(s: LockedSession, now: Date): Promise<void> {
+  for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN)) await step(s, (q) => compactDay(q, d.tenant_id, d.day));
 }

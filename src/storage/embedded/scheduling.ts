@@ -7,8 +7,12 @@
 // to end (first come, first served, so neither starves).
 //
 // Requests' turns (and anything not a background job) in flight or waiting are the foreground: a
-// job's next step waits for them to drain (up to JOB_PATIENCE_MS), so that a request waits behind
-// at most one step of a job, not behind one step per statement it runs.
+// job's next step waits for them to drain, so that a request waits behind at most one step of a
+// job, not behind one step per statement it runs. Under a load that never drains, a job's step
+// goes anyway after JOB_PATIENCE_FACTOR times the length of its previous step (between
+// JOB_PATIENCE_MIN_MS and JOB_PATIENCE_MAX_MS): the job then has about a fifth of the connection,
+// enough for the rollup job to keep up with saturating ingestion, and a request still waits behind
+// one short step at a time (docs/embedded-store.md).
 
 /** Runs fn in a turn on the connection. */
 export type Take = <T>(fn: () => Promise<T>) => Promise<T>;
@@ -24,7 +28,9 @@ export interface Lanes {
   jobExclusive: Take;
 }
 
-export const JOB_PATIENCE_MS = 2000;
+export const JOB_PATIENCE_FACTOR = 4;
+export const JOB_PATIENCE_MIN_MS = 100;
+export const JOB_PATIENCE_MAX_MS = 2000;
 
 export function createLanes(): Lanes {
   let shared = 0;
@@ -68,20 +74,29 @@ export function createLanes(): Lanes {
         for (const w of waiters) w();
       });
     };
+  let lastJobStepMs = 0;
   const inBackground =
     (exclusive: boolean): Take =>
     async <T>(fn: () => Promise<T>): Promise<T> => {
       const since = Date.now();
-      while (foreground > 0 && Date.now() - since < JOB_PATIENCE_MS) {
+      const patience = Math.min(JOB_PATIENCE_MAX_MS, Math.max(JOB_PATIENCE_MIN_MS, JOB_PATIENCE_FACTOR * lastJobStepMs));
+      while (foreground > 0 && Date.now() - since < patience) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, JOB_PATIENCE_MS - (Date.now() - since));
+          const timer = setTimeout(resolve, patience - (Date.now() - since));
           drained.push(() => {
             clearTimeout(timer);
             resolve();
           });
         });
       }
-      return turn(exclusive, fn);
+      return turn(exclusive, async () => {
+        const began = performance.now();
+        try {
+          return await fn();
+        } finally {
+          lastJobStepMs = performance.now() - began;
+        }
+      });
     };
 
   return {
