@@ -1,6 +1,7 @@
 // Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same events insert (eventsInsertSql, as its own statement and transaction, as the server's batch write runs it), no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
 //        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--rollups-duration 180] [--backlog 1000000] [--profile DIR] [--store-alone]
+//        [--long-read PATH [--long-read-duration 20]]
 //   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md). --rollups: the same HTTP load again on a server with the
 //   rollup job at its default interval, the read model's lag every 5 s, and the database time to fold a backlog of --backlog events.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -35,6 +36,8 @@ const { values: opt } = parseArgs({
     'rollups-duration': { type: 'string', default: '180' },
     backlog: { type: 'string', default: '1000000' },
     'store-alone': { type: 'boolean', default: false },
+    'long-read': { type: 'string' },
+    'long-read-duration': { type: 'string', default: '20' },
   },
 });
 const STORE = opt.store === 'postgres' ? 'postgres' : opt.store === 'pglite' ? 'pglite' : fail(`--store must be pglite or postgres, got ${opt.store}`);
@@ -413,6 +416,40 @@ async function main(): Promise<void> {
     );
   }
 
+  // --long-read PATH: does a long read stall ingestion? 100-event batches, 5 a second, first alone, then while one
+  // client GETs PATH back to back (e.g. a report that reads raw events over the events sent so far).
+  const longRead = opt['long-read'] ? await longReadPhase(opt['long-read']) : undefined;
+  async function longReadPhase(path: string) {
+    const seconds = Number(opt['long-read-duration']);
+    const alone = probe(sendProbe);
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const probesAlone = await alone();
+    const reads: number[] = [];
+    let stop = false;
+    const reader = (async () => {
+      while (!stop) {
+        const t = performance.now();
+        await api('GET', path, adminKey);
+        reads.push(performance.now() - t);
+      }
+    })();
+    const during = probe(sendProbe);
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const probesDuring = await during();
+    stop = true;
+    await reader;
+    const result = {
+      path,
+      reads: reads.length,
+      read_ms_p50: Number(pct(reads, 50).toFixed(1)),
+      read_ms_max: Number(Math.max(...reads).toFixed(1)),
+      probe_100_event_p99_ms: { alone: Number(pct(probesAlone, 99).toFixed(1)), during: Number(pct(probesDuring, 99).toFixed(1)) },
+      probe_100_event_max_ms: { alone: Number(Math.max(...probesAlone).toFixed(1)), during: Number(Math.max(...probesDuring).toFixed(1)) },
+    };
+    console.log(`long read ${path}: ${JSON.stringify(result)}`);
+    return result;
+  }
+
   // Last, so that its rows do not weigh on the phases above. PostgreSQL alone (--store-alone): the same statement from bare clients, its JSON serialised before timing, so that
   // no Node work is left per row. Each pass over the templates writes under a new tenant id, so no id conflicts.
   if (opt['store-alone'] && STORE === 'postgres') {
@@ -518,6 +555,7 @@ async function main(): Promise<void> {
       rss_peak_mb: r0(kbOf('VmHWM') / 1024),
       rss_idle_mb: r0(idleRss),
       ...readModel,
+      ...(longRead && { long_read: longRead }),
     }),
   );
 }

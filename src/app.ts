@@ -37,6 +37,7 @@ import { reportRoutes } from './http/routes/reports.js';
 import { sessionQueryRoutes } from './http/routes/sessions.js';
 import { explorerRoutes } from './http/routes/explorer.js';
 import { registerEnvironment } from './http/plugins/environment.js';
+import { registerReadLane } from './http/plugins/read-lane.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerConsole } from './http/plugins/console.js';
 import { isCalendarDate, isRfc3339, isUuidText } from './domain/text.js';
@@ -191,6 +192,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   if (deps.config.accessLog) registerAccessLog(app);
   registerErrorHandling(app);
   registerInputGuard(app);
+  registerReadLane(app);
   await registerOverloadProtection(app, ctx);
   registerCors(app);
   registerEnvironment(app, ctx);

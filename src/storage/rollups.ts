@@ -107,10 +107,13 @@ export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Set<strin
   );
   // The slice is grouped by hashing, in memory: the planner cannot know how few distinct
   // combinations a slice has (1M events of a real product are a few thousand), and a sort of the
-  // whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold.
-  await q.exec("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL work_mem = '64MB'");
+  // whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold. And the
+  // slice's CTEs are joined by hashing too: a slice's transaction ids lie past the statistics'
+  // histogram, so the planner expects one row from it and would join its CTEs in nested loops, which
+  // on 100k events of 50k actors compare billions of pairs (the fold that "never finished").
+  await q.exec("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'");
   const tenants = await foldReadModel(q, r);
-  await q.exec('SET LOCAL enable_seqscan = on; SET LOCAL enable_sort = on; RESET work_mem');
+  await q.exec('SET LOCAL enable_seqscan = on; SET LOCAL enable_sort = on; SET LOCAL enable_nestloop = on; RESET work_mem');
   return tenants;
 }
 

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Catalog } from '../catalog.js';
+import { isReadLane } from '../read-lane.js';
 import type { Db, Queryable, StoreLog } from '../store.js';
 import { createCatalogCache } from './cache.js';
 import { createDurability, fsyncTree } from './durability.js';
@@ -94,7 +95,9 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; cat
 
   const db: Db = {
     kind: 'pglite',
-    query: (sql, params) => lanes.statement(() => direct.query(sql, params)),
+    // A request in the read lane (a report, a funnel) sends its statements as 'read': behind batches' writes (worker.mjs).
+    query: (sql, params) =>
+      isReadLane() ? lanes.statement(async () => (await rpc.call('read', sql, params)) as never[]) : lanes.statement(() => direct.query(sql, params)),
     // A script may hold several statements, BEGIN and COMMIT among them: the connection alone.
     exec: (sql) => lanes.exclusive(() => direct.exec(sql)),
     tx: (fn) => inTransaction(lanes.exclusive, fn),

@@ -6,8 +6,8 @@ import type { StoreLog } from '../store.js';
 // its answer resolves or rejects the promise waiting under that id. The worker runs what it was sent
 // in order (with two lanes: see worker.mjs), so statements sent back to back are pipelined.
 
-/** What the worker runs: one statement, one statement that is a batch's write, a script, or close. */
-export type Op = 'query' | 'write' | 'exec' | 'close' | 'dump';
+/** What the worker runs: one statement (a look-up, a read of the read lane, a batch's write), a script, close, a dump. */
+export type Op = 'query' | 'read' | 'write' | 'exec' | 'close' | 'dump';
 
 type Reply = { id: number; result?: unknown; error?: { message: string; code?: string; detail?: string }; catalogChanged?: boolean };
 

@@ -32,6 +32,7 @@ const pg = new PGlite({
 async function handle(msg) {
   switch (msg.op) {
     case 'query':
+    case 'read':
     case 'write':
       return (await pg.query(/** @type {string} */ (msg.sql), msg.params)).rows;
     case 'exec':
@@ -52,33 +53,41 @@ async function handle(msg) {
   }
 }
 
-// Messages run one at a time, in two lanes: a batch's write ('write') waits while any other
-// statement is waiting, so that a request's short look-ups (its key, its catalog) wait for at most
-// the statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of
-// them pass a waiting write, so that a stream of reads cannot starve ingestion. A transaction's
-// statements come one at a time (index.ts sends the next only after the answer), so they never
-// overtake each other.
+// Messages run one at a time, in three lanes. A batch's write ('write') waits while any short
+// statement is waiting, so that a request's look-ups (its key, its catalog) wait for at most the
+// statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of them
+// pass a waiting write, so that a stream of them cannot starve ingestion. A read of the read lane
+// ('read': a report, a funnel, the explorer; src/storage/read-lane.ts) may be long, so it waits
+// behind both, and a write waits for at most the one read running; one read goes after every
+// WRITES_AHEAD writes, so that saturating ingestion cannot starve the reads either. A
+// transaction's statements come one at a time (index.ts sends the next only after the answer), so
+// they never overtake each other.
 /** @typedef {{ id: number, op: string, sql?: string, params?: unknown[] }} Message */
 /** @type {Message[]} */
 const first = [];
 /** @type {Message[]} */
 const later = [];
+/** @type {Message[]} */
+const reads = [];
 let running = false;
 const LOOKUPS_AHEAD = 8;
+const WRITES_AHEAD = 4;
 let passed = 0;
+let written = 0;
 
 /** @returns {Message | undefined} */
 function pick() {
-  if (later.length === 0) {
-    passed = 0;
+  if (first.length > 0 && (later.length === 0 || passed < LOOKUPS_AHEAD)) {
+    passed = later.length === 0 ? 0 : passed + 1;
     return first.shift();
   }
-  if (first.length === 0 || passed >= LOOKUPS_AHEAD) {
-    passed = 0;
+  passed = 0;
+  if (later.length > 0 && (reads.length === 0 || written < WRITES_AHEAD)) {
+    written = reads.length === 0 ? 0 : written + 1;
     return later.shift();
   }
-  passed++;
-  return first.shift();
+  written = 0;
+  return reads.shift();
 }
 
 async function drain() {
@@ -101,7 +110,7 @@ async function drain() {
 }
 
 port.on('message', (/** @type {Message} */ msg) => {
-  (msg.op === 'write' ? later : first).push(msg);
+  (msg.op === 'write' ? later : msg.op === 'read' ? reads : first).push(msg);
   if (!running) void drain();
 });
 
