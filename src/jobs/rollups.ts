@@ -1,5 +1,5 @@
 import { LOCKS, type LockedSession, type Queryable } from '../storage/db.js';
-import { compactDay, compactionDue, FOLDS_DUE } from '../storage/read-model/compact.js';
+import { compactDay, compactionDue } from '../storage/read-model/compact.js';
 import {
   dirtyTenants,
   foldNewRows,
@@ -46,11 +46,13 @@ function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T>
  * 1000), so a slice wider than any timed so far first counts its events and narrows to what its
  * time allows at the cost per event last seen.
  *
- * A run of many slices (a backlog) compacts the days its slices piled deltas on every FOLDS_DUE
- * slices, so that no compaction grows long, and refreshes the snapshots it has made stale every
- * interval, so that the account views move while it catches up.
+ * A run of many slices (a backlog) refreshes the snapshots it has made stale every interval, so
+ * that the account views move while it catches up. With `compactEvery`, it also compacts every so
+ * many slices, so that no compaction grows long: on the embedded store, where a request waits for
+ * a compaction as for a slice (on PostgreSQL a day's compaction rewrites the whole day, too much
+ * to repeat during a backlog).
  */
-export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256): Job {
+export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256, compactEvery = 0): Job {
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
   let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
   let timedWidth = 0; // the widest slice whose events were counted or timed
@@ -92,7 +94,7 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
           width = Math.max(1, width * Math.max(0.25, Math.min(0.5, sliceMs / took)));
           timedWidth = Math.floor(width);
         } else if (more) width = Math.min(width * Math.min(2, sliceMs / Math.max(took, 1)), 1 << 30);
-        if (more && ++slices % FOLDS_DUE === 0) await compact(s, now);
+        if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now);
         if (more && performance.now() - refreshedAt > intervalMs) {
           for (const tenantId of await dirtyTenants(s)) await step(s, (q) => refreshTenant(q, tenantId, start, now));
           refreshedAt = performance.now();

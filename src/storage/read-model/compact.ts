@@ -3,13 +3,16 @@ import type { Queryable } from '../db.js';
 // Compaction: a day's insert-only deltas merged into one row per key, in one transaction per
 // (tenant, day), by the rollup job (one process at a time, never during a fold). Readers aggregate
 // anyway, so an answer is the same before and after. A day is due after FOLDS_DUE folds wrote to
-// it, or after two once it is over (a late event for an old day); a day written by one fold only
-// holds one row per key already.
+// it, and once it is over (after a late event for an old day, too): a day written by one fold
+// holds one row per key already, but in the fold's order. A day's rows are written back in account and license order:
+// an account's or a license's rows of a day then share a few pages, and its 30-day views read a
+// few hundred pages instead of one per row (the biggest account of bench:accounts: 7,880 heap
+// pages and 100 ms for its versions, 310 pages and 9–17 ms so ordered).
 export const FOLDS_DUE = 8;
 
 export async function compactionDue(q: Queryable, today: string, limit: number): Promise<{ tenant_id: string; day: string }[]> {
   return q.query(
-    `SELECT tenant_id, day::text AS day FROM rm_compaction_due WHERE folds >= $2 OR (folds >= 2 AND day < $1::date)
+    `SELECT tenant_id, day::text AS day FROM rm_compaction_due WHERE folds >= $2 OR day < $1::date
       ORDER BY folds DESC, day LIMIT $3`,
     [today, FOLDS_DUE, limit],
   );
@@ -25,15 +28,16 @@ const STATEMENTS = [
   `WITH m AS (DELETE FROM rm_usage_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
    INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, sessions, exceptions, first_seen, last_seen)
    SELECT tenant_id, day, account_id, license_id, product_id, product_version, sum(events), sum(sessions), sum(exceptions), min(first_seen), max(last_seen)
-     FROM m GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0`,
+     FROM m GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0 ORDER BY account_id, license_id`,
   `WITH m AS (DELETE FROM rm_feature_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
    INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
-   SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM m GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+   SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM m GROUP BY 1, 2, 3, 4, 5, 6, 7
+    ORDER BY account_id, license_id`,
   `WITH m AS (DELETE FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
    INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen)
    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, ${last('version')}, sum(events), bool_or(crashed),
           ${last('os')}, ${last('runtime')}, ${last('locale')}, min(first_seen), max(last_seen)
-     FROM m GROUP BY 1, 2, 3, 4, 5, 6`,
+     FROM m GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY account_id, license_id`,
   'DELETE FROM rm_compaction_due WHERE tenant_id = $1 AND day = $2::date',
 ];
 
