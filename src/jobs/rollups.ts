@@ -10,11 +10,15 @@ import {
   sliceEvents,
   staleTenants,
   touchRefreshed,
+  vacuumTable,
+  MAINTAINED_TABLES,
 } from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
 export const WINDOW_DAYS = 30;
 const COMPACT_PER_RUN = 64;
+/** How often a run ends with VACUUM (ANALYZE) of the read model's tables (and ANALYZE of events). */
+export const VACUUM_EVERY_MS = 10 * 60_000;
 
 /** The window: the 30 UTC days ending on the day of `now` (today included). */
 export function windowStart(now: Date): string {
@@ -52,11 +56,12 @@ function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T>
  * a compaction as for a slice (on PostgreSQL a day's compaction rewrites the whole day, too much
  * to repeat during a backlog).
  */
-export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256, compactEvery = 0): Job {
+export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS): Job {
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
   let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
   let timedWidth = 0; // the widest slice whose events were counted or timed
   let usPerEvent = 20; // the fold's cost per event, learned from counted slices
+  let vacuumedAt = performance.now(); // the first after vacuumEveryMs: a process that restarts often does not vacuum at each start
   return {
     name: 'rollups',
     lockKey: LOCKS.rollups,
@@ -104,6 +109,12 @@ export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidt
       for (const tenantId of due) await step(s, (q) => refreshTenant(q, tenantId, start, now));
       await step(s, (q) => touchRefreshed(q, now));
       await compact(s, now);
+      // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves
+      // requests between them (docs/read-model.md, "Upkeep").
+      if (performance.now() - vacuumedAt >= vacuumEveryMs) {
+        for (const table of [...MAINTAINED_TABLES, 'events' as const]) await vacuumTable(s, table);
+        vacuumedAt = performance.now();
+      }
     },
   };
 }

@@ -161,3 +161,28 @@ export async function refreshTenant(q: Queryable, tenantId: string, windowStart:
 export async function touchRefreshed(q: Queryable, now: Date): Promise<void> {
   await q.query('UPDATE tenant_rollups SET refreshed_at = $1', [now]);
 }
+
+/**
+ * The tables the rollup job rewrites (compaction deletes and reinserts a day; first occurrences,
+ * sessions and snapshots are updated in place), and the events table the fold and the reports read.
+ * Neither store vacuums them by itself: PGlite has no autovacuum, and a PostgreSQL server may run
+ * with it off. Without VACUUM their dead rows are never reused (each compaction leaves a day's
+ * old rows behind); without ANALYZE the planner guesses their sizes.
+ */
+export const MAINTAINED_TABLES = [
+  'rm_event_hours',
+  'rm_usage_days',
+  'rm_feature_days',
+  'rm_actor_days',
+  'rm_actor_first',
+  'rm_actor_event_first',
+  'rm_sessions',
+  'rm_compaction_due',
+  'ru_accounts',
+  'ru_licenses',
+] as const;
+
+/** VACUUM (ANALYZE) of one table; outside any transaction (VACUUM cannot run in one). */
+export async function vacuumTable(q: Queryable, table: (typeof MAINTAINED_TABLES)[number] | 'events'): Promise<void> {
+  await q.query(table === 'events' ? 'ANALYZE events' : `VACUUM (ANALYZE) ${table}`);
+}
