@@ -206,9 +206,9 @@ describe('GET /v1/reports/active-actors', () => {
     ]);
   });
 
-  it("in New York's days, from raw events", async () => {
+  it("in New York's days, from the read model's active hours", async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}&tz=America/New_York`);
-    assert.equal(body.source, 'events');
+    assert.equal(body.source, 'read_model');
     // Local active days: a1 Jan 29, 31, Feb 1; a2 Jan 30, Feb 1, 2; a3 Feb 1; a4 Jan 20, Feb 2.
     const last = body.rolling.slice(3).map((r: { date: string; dau: number; wau: number; mau: number }) => [r.date, r.dau, r.wau, r.mau]);
     assert.deepEqual(last, [
@@ -224,6 +224,23 @@ describe('GET /v1/reports/active-actors', () => {
       [
         [1, 1, 1, 0],
         [0, 1, 1, 2],
+      ],
+    );
+  });
+
+  it("in Kolkata's days (UTC+5:30, not whole hours), from raw events", async () => {
+    const body = await ok(`/v1/reports/active-actors?${RANGE}&tz=Asia/Kolkata`);
+    assert.equal(body.source, 'events');
+    // Local active days: a1 Jan 29 (15:30), Feb 1 (05:00 and 15:30); a2 Jan 30, Feb 1, Feb 2 (17:30 each);
+    // a3 Feb 2 (06:30); a4 Jan 20, Feb 2 (20:30). Nobody on Jan 31 (a1's 23:30 UTC is Feb 1 here).
+    assert.deepEqual(
+      body.rolling.map((r: { date: string; dau: number; wau: number; mau: number }) => [r.date, r.dau, r.wau, r.mau]),
+      [
+        ['2026-01-29', 1, 1, 2],
+        ['2026-01-30', 1, 2, 3],
+        ['2026-01-31', 0, 2, 3],
+        ['2026-02-01', 2, 2, 3],
+        ['2026-02-02', 3, 4, 4],
       ],
     );
   });
