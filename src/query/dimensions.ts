@@ -17,7 +17,7 @@ export const ENV_FIELDS = {
 export type EnvField = keyof typeof ENV_FIELDS;
 export const ENV_FIELD_NAMES = Object.keys(ENV_FIELDS) as EnvField[];
 
-const EVENT_FIELDS = {
+export const EVENT_KEYS = {
   category: 'e.category',
   name: 'e.name',
   version: 'e.product_version',
@@ -36,11 +36,11 @@ export interface Breakdown {
   propertyKey?: string;
 }
 
-export const BREAKDOWN_DESCRIPTION = `one of ${Object.keys(EVENT_FIELDS).join(', ')}, ${ENV_FIELD_NAMES.join(', ')}, or property:<key>`;
+export const BREAKDOWN_DESCRIPTION = `one of ${Object.keys(EVENT_KEYS).join(', ')}, ${ENV_FIELD_NAMES.join(', ')}, or property:<key>`;
 
 export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
   if (raw === undefined) return undefined;
-  if (raw in EVENT_FIELDS) return { expr: EVENT_FIELDS[raw as keyof typeof EVENT_FIELDS], env: false, account: raw === 'account' || raw === 'license' };
+  if (raw in EVENT_KEYS) return { expr: EVENT_KEYS[raw as keyof typeof EVENT_KEYS], env: false, account: raw === 'account' || raw === 'license' };
   if (raw in ENV_FIELDS) return { expr: ENV_FIELDS[raw as EnvField], env: true, account: false };
   const m = /^property:(.{1,64})$/su.exec(raw);
   if (m && !m[1]!.includes('\u0000')) return { expr: '', env: false, account: false, propertyKey: m[1]! };

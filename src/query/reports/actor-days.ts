@@ -10,7 +10,7 @@ import { localDate, zonedMidnight } from '../scope.js';
 // rest: filters the read model does not keep (category, name, property, version) and zones with a
 // half- or quarter-hour offset (docs/reports.md).
 
-const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT', 'Etc/Zulu', 'Zulu', 'Etc/Universal', 'Universal']);
+export const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT', 'Etc/Zulu', 'Zulu', 'Etc/Universal', 'Universal']);
 
 export interface ActorDays {
   /** SQL of a CTE body with columns day (date) and actor (text). */
@@ -40,7 +40,9 @@ export function wholeHourDays(tz: string, first: Ymd, last: Ymd): boolean {
 
 /** Whether the read model's actor days answer these filters: no event-level filter, a whole-hour zone. */
 export function actorDaysAnswer(f: Filters, first: Ymd, last: Ymd): boolean {
-  return f.category === undefined && f.name === undefined && f.properties.length === 0 && f.scope.version === undefined && wholeHourDays(f.scope.tz, first, last);
+  return (
+    f.category === undefined && f.name === undefined && f.properties.length === 0 && f.scope.version === undefined && wholeHourDays(f.scope.tz, first, last)
+  );
 }
 
 /**
@@ -61,10 +63,7 @@ export function localActorDays(f: Filters, sql: Params, first: Ymd, last: Ymd, c
   const lo = zonedMidnight(first.y, first.m, first.d, s.tz);
   const next = plusDays(last, 1);
   const hi = zonedMidnight(next.y, next.m, next.d, s.tz);
-  w.push(
-    `a.day >= ${sql.p(lo.toISOString().slice(0, 10))}::date`,
-    `a.day <= ${sql.p(new Date(hi.getTime() - 1).toISOString().slice(0, 10))}::date`,
-  );
+  w.push(`a.day >= ${sql.p(lo.toISOString().slice(0, 10))}::date`, `a.day <= ${sql.p(new Date(hi.getTime() - 1).toISOString().slice(0, 10))}::date`);
   // Per UTC day, the mask of its hours that fall in each local day.
   const hours = `SELECT (t AT TIME ZONE 'UTC')::date AS day, (t AT TIME ZONE ${sql.p(s.tz)})::date AS lday, bit_or(1 << extract(hour FROM t AT TIME ZONE 'UTC')::int) AS mask
       FROM generate_series(${sql.p(lo)}::timestamptz, ${sql.p(hi)}::timestamptz - interval '1 hour', interval '1 hour') t GROUP BY 1, 2`;
