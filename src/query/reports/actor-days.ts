@@ -46,6 +46,23 @@ export function actorDaysAnswer(f: Filters, first: Ymd, last: Ymd): boolean {
 }
 
 /**
+ * The local days first..last when the range is made of them (from a local midnight to a local
+ * midnight, or to now: the current day counts whole, nothing has happened after now) and the read
+ * model's actor days answer the filters; else undefined.
+ */
+export function wholeLocalDays(f: Filters, toNow: boolean): { first: Ymd; last: Ymd } | undefined {
+  const s = f.scope;
+  const midnight = (d: Date) => {
+    const l = localDate(d, s.tz);
+    return d.getTime() === zonedMidnight(l.y, l.m, l.d, s.tz).getTime();
+  };
+  if (!midnight(s.from) || !(toNow || midnight(s.to))) return undefined;
+  const first = localDate(s.from, s.tz);
+  const last = localDate(new Date(s.to.getTime() - 1), s.tz);
+  return actorDaysAnswer(f, first, last) ? { first, last } : undefined;
+}
+
+/**
  * rm_actor_days rows (alias a) with their local day `lday`, for local days first..last: in UTC the
  * row's own day; elsewhere a row joins each local day its active hours fall in (a UTC day spans
  * at most two local days). `where` adds conditions on a; only rows with events are active.

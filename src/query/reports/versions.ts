@@ -6,7 +6,7 @@ import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
 import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { localDate } from '../scope.js';
-import { actorDaysAnswer, localActorDays } from './actor-days.js';
+import { actorDaysAnswer, localActorDays, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
 import { bucketLabels } from './trends.js';
 
@@ -120,12 +120,15 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   const h = await head(q, s);
   if (s.empty) return { ...h, data: [] };
   const sql = new Params();
-  const tz = sql.p(s.tz);
-  const ev = rawEvents(
-    f,
-    sql,
-    `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${tz}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
-  );
+  const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, p.to === undefined);
+  // Active: had events. From the read model's actor days (each carries its account and license) when they answer.
+  const ev = days
+    ? localActorDays(f, sql, days.first, days.last, `date_trunc('${s.interval}', a.lday::timestamp) AS b, nullif(a.account_id, '') AS a, nullif(a.license_id, '') AS l`)
+    : rawEvents(
+        f,
+        sql,
+        `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.p(s.tz)}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
+      );
   const rows = await q.query<{ date: string; accounts: string; licenses: string }>(
     `SELECT to_char(b, ${s.interval === 'hour' ? `'YYYY-MM-DD"T"HH24:00'` : `'YYYY-MM-DD'`}) AS date, count(DISTINCT a) AS accounts, count(DISTINCT l) AS licenses FROM (${ev}) x GROUP BY b ORDER BY b`,
     sql.values,
