@@ -123,7 +123,13 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, p.to === undefined);
   // Active: had events. From the read model's actor days (each carries its account and license) when they answer.
   const ev = days
-    ? localActorDays(f, sql, days.first, days.last, `date_trunc('${s.interval}', a.lday::timestamp) AS b, nullif(a.account_id, '') AS a, nullif(a.license_id, '') AS l`)
+    ? localActorDays(
+        f,
+        sql,
+        days.first,
+        days.last,
+        `date_trunc('${s.interval}', a.lday::timestamp) AS b, nullif(a.account_id, '') AS a, nullif(a.license_id, '') AS l`,
+      )
     : rawEvents(
         f,
         sql,
