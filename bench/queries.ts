@@ -3,7 +3,7 @@
 // report, the p95 of REQUESTS varied requests (random ranges, time zones, intervals, filters, breakdowns) over real HTTP,
 // the explorer's first page, and a CSV export of every event with the server's RSS growth (same process).
 // The data generator is bench/accounts.ts's (copied: that file runs on import). See docs/benchmarks.md, "Queries".
-// Usage: npm run bench:queries -- [--events 1000000] [--requests 200] [--reuse] [--refold] [--only trends,versions] [--drop]
+// Usage: npm run bench:queries -- [--events 1000000] [--requests 200] [--reuse] [--refold] [--only trends,versions] [--no-export] [--pg-defaults] [--drop]
 //   DATABASE_URL (default postgres://postgres@127.0.0.1:5432/tally_bench_queries) is dropped and recreated at the start,
 //   unless --reuse finds a fixture of the same size there (bench_fixture): then generation and the fold are skipped.
 //   --refold (with --reuse) empties the read model and folds the events again (after a change to the fold or migrations).
@@ -31,6 +31,7 @@ const { values: opt } = parseArgs({
     refold: { type: 'boolean', default: false },
     only: { type: 'string' },
     'no-export': { type: 'boolean', default: false },
+    'pg-defaults': { type: 'boolean', default: false },
   },
 });
 const [EVENTS, REQUESTS] = [Number(opt.events), Number(opt.requests)];
@@ -118,6 +119,8 @@ async function generate(gen: pg.Client, tenant: string, product: string, lo: Dat
 }
 
 const failures: string[] = [];
+/** The `source` of the last JSON answer (read_model or events), where the report says. */
+let lastSource = 'n/a';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function get(port: number, key: string, path: string, accept = 'application/json', onChunk?: (c: Buffer) => void): Promise<number> {
   const t0 = performance.now();
@@ -125,8 +128,9 @@ function get(port: number, key: string, path: string, accept = 'application/json
     http
       .get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}`, accept } }, (res) => {
         let body = '';
-        res.on('data', (c: Buffer) => (res.statusCode === 200 ? onChunk?.(c) : (body += c)));
+        res.on('data', (c: Buffer) => (res.statusCode === 200 && onChunk ? onChunk(c) : (body += c)));
         res.on('end', () => {
+          if (res.statusCode === 200 && !onChunk) lastSource = /"source":"(\w+)"/.exec(body)?.[1] ?? 'n/a';
           if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${body.slice(0, 120)}`);
           if (res.statusCode === 200 || res.statusCode === 422) resolve(performance.now() - t0);
           else reject(new Error(`GET ${path}: ${res.statusCode} ${body.slice(0, 300)}`));
@@ -193,6 +197,11 @@ async function main(): Promise<void> {
     await admin(`DROP DATABASE IF EXISTS ${dbName()} WITH (FORCE)`);
     await admin(`CREATE DATABASE ${dbName()}`);
   }
+  // The server settings of an analytics database on a small machine: sorts and hashes of a few
+  // hundred thousand actor-days in memory, and no parallel workers (on 2 shared cores they wait on
+  // each other: a 2.7 s aggregate took over a minute with 2 workers). --pg-defaults keeps 4MB / 2.
+  if (!opt['pg-defaults']) await admin(`ALTER DATABASE ${dbName()} SET work_mem = '64MB'; ALTER DATABASE ${dbName()} SET max_parallel_workers_per_gather = 0`);
+  else await admin(`ALTER DATABASE ${dbName()} RESET work_mem; ALTER DATABASE ${dbName()} RESET max_parallel_workers_per_gather`);
   const db = await openDb({ databaseUrl: DATABASE_URL, poolSize: 8 });
   await migrate(db);
   const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0' });
@@ -206,7 +215,7 @@ async function main(): Promise<void> {
     if (opt.refold) {
       await gen.query(`TRUNCATE ${RM_TABLES}; UPDATE rollup_state SET horizon = 0, pending = '{}'`);
       await fold(db, gen);
-    }
+    } else await gen.query(`VACUUM (ANALYZE) ${RM_TABLES}`); // after a migration that rewrote them
   } else {
     const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench', plan: 'enterprise' });
     const product = (await insertProduct(db, tenant.id, 'desktop-app', 'Desktop app'))!;
@@ -244,11 +253,23 @@ async function main(): Promise<void> {
     if (only && !only.includes(name)) continue;
     for (let i = 0; i < 5; i++) await get(port, key, url()); // warm-up
     const times: number[] = [];
-    for (let i = 0; i < REQUESTS; i++) times.push(await get(port, key, url()));
+    const bySource = new Map<string, number[]>();
+    const slow: [number, string][] = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      const path = url();
+      lastSource = 'n/a';
+      const ms = await get(port, key, path);
+      times.push(ms);
+      bySource.set(lastSource, [...(bySource.get(lastSource) ?? []), ms]);
+      slow.push([ms, path]);
+    }
     p95[name] = r1(pct(times, 95));
+    const sources = [...bySource].map(([k, xs]) => `${k}: ${xs.length} requests, p50 ${r1(pct(xs, 50))} ms, p95 ${r1(pct(xs, 95))} ms`).join('; ');
     console.log(
       `${name}: p50 ${r1(pct(times, 50))} ms, p95 ${p95[name]} ms, max ${r1(Math.max(...times))} ms (${REQUESTS} requests, ${failures.length} answered 422 so far; load ${load()})`,
     );
+    if (bySource.size > 1 || !bySource.has('n/a')) console.log(`  by source: ${sources}`);
+    for (const [ms, path] of slow.sort((a, b) => b[0] - a[0]).slice(0, 3)) console.log(`  slowest: ${r1(ms)} ms ${path}`);
   }
 
   // The export: every event of the 30 days as CSV, the server's RSS (and heap) sampled while it streams.
