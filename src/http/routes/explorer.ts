@@ -56,7 +56,9 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
         if (csv) yield csvLine(COLUMNS);
         for await (const rows of pages) {
           // Every column but properties (one JSON cell) is a scalar: read it straight off the row.
-          yield rows.map((r: ExplorerEvent) => (csv ? csvLine(COLUMNS.map((c) => (r as unknown as Record<string, unknown>)[c])) : JSON.stringify(r) + '\n')).join('');
+          yield rows
+            .map((r: ExplorerEvent) => (csv ? csvLine(COLUMNS.map((c) => (r as unknown as Record<string, unknown>)[c])) : JSON.stringify(r) + '\n'))
+            .join('');
         }
       }
       return reply.type(csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson').send(Readable.from(lines(), { highWaterMark: 1 }) as never);
