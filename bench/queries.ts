@@ -3,8 +3,10 @@
 // report, the p95 of REQUESTS varied requests (random ranges, time zones, intervals, filters, breakdowns) over real HTTP,
 // the explorer's first page, and a CSV export of every event with the server's RSS growth (same process).
 // The data generator is bench/accounts.ts's (copied: that file runs on import). See docs/benchmarks.md, "Queries".
-// Usage: npm run bench:queries -- [--events 1000000] [--requests 200] [--drop]
-//   DATABASE_URL (default postgres://postgres@127.0.0.1:5432/tally_bench_queries) is dropped and recreated at the start.
+// Usage: npm run bench:queries -- [--events 1000000] [--requests 200] [--reuse] [--refold] [--only trends,versions] [--no-export] [--pg-defaults] [--drop]
+//   DATABASE_URL (default postgres://postgres@127.0.0.1:5432/tally_bench_queries) is dropped and recreated at the start,
+//   unless --reuse finds a fixture of the same size there (bench_fixture): then generation and the fold are skipped.
+//   --refold (with --reuse) empties the read model and folds the events again (after a change to the fold or migrations).
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { loadavg } from 'node:os';
@@ -21,7 +23,16 @@ import { migrate } from '../src/storage/migrate.js';
 import { insertProduct } from '../src/storage/products.js';
 
 const { values: opt } = parseArgs({
-  options: { events: { type: 'string', default: '1000000' }, requests: { type: 'string', default: '200' }, drop: { type: 'boolean', default: false } },
+  options: {
+    events: { type: 'string', default: '1000000' },
+    requests: { type: 'string', default: '200' },
+    drop: { type: 'boolean', default: false },
+    reuse: { type: 'boolean', default: false },
+    refold: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'no-export': { type: 'boolean', default: false },
+    'pg-defaults': { type: 'boolean', default: false },
+  },
 });
 const [EVENTS, REQUESTS] = [Number(opt.events), Number(opt.requests)];
 const [ACCOUNTS, LICENSES, ACTORS, VERSIONS, CHUNK] = [2_000, 5_000, 50_000, 20, 1_000_000];
@@ -108,15 +119,18 @@ async function generate(gen: pg.Client, tenant: string, product: string, lo: Dat
 }
 
 const failures: string[] = [];
+/** The `source` of the last JSON answer (read_model or events), where the report says. */
+let lastSource = 'n/a';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-function get(port: number, key: string, path: string, accept = 'application/json', onChunk?: () => void): Promise<number> {
+function get(port: number, key: string, path: string, accept = 'application/json', onChunk?: (c: Buffer) => void): Promise<number> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     http
       .get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}`, accept } }, (res) => {
         let body = '';
-        res.on('data', (c: Buffer) => (res.statusCode === 200 ? onChunk?.() : (body += c)));
+        res.on('data', (c: Buffer) => (res.statusCode === 200 && onChunk ? onChunk(c) : (body += c)));
         res.on('end', () => {
+          if (res.statusCode === 200 && !onChunk) lastSource = /"source":"(\w+)"/.exec(body)?.[1] ?? 'n/a';
           if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${body.slice(0, 120)}`);
           if (res.statusCode === 200 || res.statusCode === 422) resolve(performance.now() - t0);
           else reject(new Error(`GET ${path}: ${res.statusCode} ${body.slice(0, 300)}`));
@@ -147,32 +161,75 @@ const filter = (events: boolean) =>
     ...(events ? [`&name=${pick(PAIRS)[1]}`, '&property=screen:home'] : []),
   ]);
 
+const RM_TABLES = 'rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions, rm_compaction_due';
+
+/** The fixture kept by an earlier run (--reuse): its tenant's key, if it has the same size. */
+async function existing(): Promise<{ key: string } | undefined> {
+  const c = new pg.Client({ connectionString: DATABASE_URL });
+  try {
+    await c.connect();
+  } catch {
+    return undefined;
+  }
+  try {
+    const r = await c.query<{ key: string }>('SELECT key FROM bench_fixture WHERE events = $1', [EVENTS]);
+    return r.rows[0];
+  } catch {
+    return undefined;
+  } finally {
+    await c.end();
+  }
+}
+
+async function fold(db: Awaited<ReturnType<typeof openDb>>, gen: pg.Client): Promise<void> {
+  const t0 = performance.now();
+  const jobs = startJobs(db, [rollupJob(60)], { warn: console.warn, info() {}, error: console.error } as never);
+  if (!(await jobs.runOnce('rollups'))) throw new Error('the fold failed');
+  await jobs.stop();
+  await gen.query(`VACUUM (ANALYZE) ${RM_TABLES}`);
+  console.log(`folded in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
+}
+
 async function main(): Promise<void> {
-  console.log(`load ${load()}; database ${dbName()} recreated; ${EVENTS.toLocaleString('en')} events`);
-  await admin(`DROP DATABASE IF EXISTS ${dbName()} WITH (FORCE)`);
-  await admin(`CREATE DATABASE ${dbName()}`);
+  const kept = opt.reuse ? await existing() : undefined;
+  console.log(`load ${load()}; database ${dbName()} ${kept ? 'reused' : 'recreated'}; ${EVENTS.toLocaleString('en')} events`);
+  if (!kept) {
+    await admin(`DROP DATABASE IF EXISTS ${dbName()} WITH (FORCE)`);
+    await admin(`CREATE DATABASE ${dbName()}`);
+  }
+  // The server settings of an analytics database on a small machine: sorts and hashes of a few
+  // hundred thousand actor-days in memory, and no parallel workers (on 2 shared cores they wait on
+  // each other: a 2.7 s aggregate took over a minute with 2 workers). --pg-defaults keeps 4MB / 2.
+  if (!opt['pg-defaults']) await admin(`ALTER DATABASE ${dbName()} SET work_mem = '64MB'; ALTER DATABASE ${dbName()} SET max_parallel_workers_per_gather = 0`);
+  else await admin(`ALTER DATABASE ${dbName()} RESET work_mem; ALTER DATABASE ${dbName()} RESET max_parallel_workers_per_gather`);
   const db = await openDb({ databaseUrl: DATABASE_URL, poolSize: 8 });
   await migrate(db);
   const config = loadConfig({ ADMIN_TOKEN, DATABASE_URL, LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0' });
   const plans = mergePlans({ enterprise: { requests_per_minute: 1_000_000 } });
   const app = await buildApp({ config, db, plans });
-  const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench', plan: 'enterprise' });
-  const product = (await insertProduct(db, tenant.id, 'desktop-app', 'Desktop app'))!;
-  const key = api_keys.find((k) => k.permissions.includes('view_accounts'))!.key;
   const gen = new pg.Client({ connectionString: DATABASE_URL });
   await gen.connect();
-  const now = new Date();
-  let t0 = performance.now();
-  await setupDimensions(gen);
-  await generate(gen, tenant.id, product.id, new Date(now.getTime() - 30 * 86_400_000), now);
-  await gen.query('VACUUM (ANALYZE) events, sessions, exceptions, environments');
-  console.log(`generated and vacuumed in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
-  t0 = performance.now();
-  const jobs = startJobs(db, [rollupJob(60)], { warn: console.warn, info() {}, error: console.error } as never);
-  if (!(await jobs.runOnce('rollups'))) throw new Error('the fold failed');
-  await jobs.stop();
-  await gen.query('ANALYZE rm_event_hours, rm_usage_days, rm_actor_days, rm_actor_first, rm_sessions');
-  console.log(`folded in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
+  let key: string;
+  if (kept) {
+    key = kept.key;
+    if (opt.refold) {
+      await gen.query(`TRUNCATE ${RM_TABLES}; UPDATE rollup_state SET horizon = 0, pending = '{}'`);
+      await fold(db, gen);
+    } else await gen.query(`VACUUM (ANALYZE) ${RM_TABLES}`); // after a migration that rewrote them
+  } else {
+    const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name: 'bench', plan: 'enterprise' });
+    const product = (await insertProduct(db, tenant.id, 'desktop-app', 'Desktop app'))!;
+    key = api_keys.find((k) => k.permissions.includes('view_accounts'))!.key;
+    const now = new Date();
+    const t0 = performance.now();
+    await setupDimensions(gen);
+    await generate(gen, tenant.id, product.id, new Date(now.getTime() - 30 * 86_400_000), now);
+    await gen.query('VACUUM (ANALYZE) events, sessions, exceptions, environments');
+    console.log(`generated and vacuumed in ${((performance.now() - t0) / 1000).toFixed(0)} s; load ${load()}`);
+    await fold(db, gen);
+    await gen.query('CREATE TABLE bench_fixture (events bigint, key text, generated_at timestamptz)');
+    await gen.query('INSERT INTO bench_fixture VALUES ($1, $2, $3)', [EVENTS, key, now]);
+  }
 
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
@@ -191,27 +248,49 @@ async function main(): Promise<void> {
     events_first_page: () => `/v1/events?${common().replace(/&interval=\w+/, '')}${filter(true)}`,
   };
   const p95: Record<string, number> = {};
+  const only = opt.only?.split(',');
   for (const [name, url] of Object.entries(reports)) {
+    if (only && !only.includes(name)) continue;
     for (let i = 0; i < 5; i++) await get(port, key, url()); // warm-up
     const times: number[] = [];
-    for (let i = 0; i < REQUESTS; i++) times.push(await get(port, key, url()));
+    const bySource = new Map<string, number[]>();
+    const slow: [number, string][] = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      const path = url();
+      lastSource = 'n/a';
+      const ms = await get(port, key, path);
+      times.push(ms);
+      bySource.set(lastSource, [...(bySource.get(lastSource) ?? []), ms]);
+      slow.push([ms, path]);
+    }
     p95[name] = r1(pct(times, 95));
+    const sources = [...bySource].map(([k, xs]) => `${k}: ${xs.length} requests, p50 ${r1(pct(xs, 50))} ms, p95 ${r1(pct(xs, 95))} ms`).join('; ');
     console.log(
       `${name}: p50 ${r1(pct(times, 50))} ms, p95 ${p95[name]} ms, max ${r1(Math.max(...times))} ms (${REQUESTS} requests, ${failures.length} answered 422 so far; load ${load()})`,
     );
+    if (bySource.size > 1 || !bySource.has('n/a')) console.log(`  by source: ${sources}`);
+    for (const [ms, path] of slow.sort((a, b) => b[0] - a[0]).slice(0, 3)) console.log(`  slowest: ${r1(ms)} ms ${path}`);
   }
 
-  // The export: every event of the 30 days as CSV, the server's RSS sampled while it streams.
-  const rss0 = process.memoryUsage().rss;
-  let peak = rss0;
-  const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
-  let chunks = 0;
-  const exportMs = await get(port, key, '/v1/events?range=31d', 'text/csv', () => chunks++);
-  clearInterval(sample);
-  const growth = r1((peak - rss0) / 1_048_576);
-  console.log(
-    `CSV export of ${EVENTS.toLocaleString('en')} events: ${(exportMs / 1000).toFixed(1)} s, ${chunks} chunks, RSS growth ${growth} MB (from ${r1(rss0 / 1_048_576)} MB); load ${load()}`,
-  );
+  // The export: every event of the 30 days as CSV, the server's RSS (and heap) sampled while it streams.
+  let growth: number | null = null;
+  if (!opt['no-export']) {
+    globalThis.gc?.();
+    const rss0 = process.memoryUsage().rss;
+    const heap0 = process.memoryUsage().heapUsed;
+    let [peak, heapPeak] = [rss0, heap0];
+    const sample = setInterval(() => {
+      const m = process.memoryUsage();
+      [peak, heapPeak] = [Math.max(peak, m.rss), Math.max(heapPeak, m.heapUsed)];
+    }, 50);
+    let [chunks, bytes] = [0, 0];
+    const exportMs = await get(port, key, '/v1/events?range=31d', 'text/csv', (c) => (chunks++, (bytes += c.length)));
+    clearInterval(sample);
+    growth = r1((peak - rss0) / 1_048_576);
+    console.log(
+      `CSV export of ${EVENTS.toLocaleString('en')} events: ${(exportMs / 1000).toFixed(1)} s, ${chunks} chunks, ${r1(bytes / 1_048_576)} MB, RSS growth ${growth} MB (from ${r1(rss0 / 1_048_576)} MB), heap high-water +${r1((heapPeak - heap0) / 1_048_576)} MB; load ${load()}`,
+    );
+  }
   agent.destroy();
   await app.close();
   await gen.end();

@@ -95,13 +95,15 @@ const CHECKS: [string, string, string][] = [
   ],
   [
     'actor days',
-    `SELECT day::text, actor_id, account_id, license_id, sum(events)::int AS n, bool_or(crashed) AS crashed FROM rm_actor_days WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4`,
+    `SELECT day::text, actor_id, account_id, license_id, sum(events)::int AS n, bool_or(crashed) AS crashed, bit_or(hours) AS hours FROM rm_actor_days WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4`,
+    // hours: bit h for each UTC hour h of the day with an event (exceptions set none).
     `WITH r AS (SELECT e.*, coalesce(k.identified_actor_id, e.actor_id) AS who FROM (
                   SELECT occurred_at, actor_id, account_id, license_id, 1 AS n, false AS fatal FROM events WHERE tenant_id = $1
                   UNION ALL SELECT occurred_at, actor_id, account_id, license_id, 0, severity = 'fatal' FROM exceptions WHERE tenant_id = $1) e
                 LEFT JOIN actor_links k ON k.tenant_id = $1 AND k.anonymous_actor_id = e.actor_id)
      SELECT (occurred_at AT TIME ZONE 'UTC')::date::text AS day, who AS actor_id, coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id,
-            sum(n)::int AS n, bool_or(fatal) AS crashed FROM r GROUP BY 1, 2, 3, 4`,
+            sum(n)::int AS n, bool_or(fatal) AS crashed,
+            coalesce(bit_or(1 << extract(hour FROM occurred_at AT TIME ZONE 'UTC')::int) FILTER (WHERE n = 1), 0) AS hours FROM r GROUP BY 1, 2, 3, 4`,
   ],
   [
     'first seen',

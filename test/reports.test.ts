@@ -65,6 +65,7 @@ describe('GET /v1/reports/trends', () => {
       ['2026-02-02', 3, 3],
     ]);
     assert.deepEqual(body.series[0].total, { events: 8, actors: 4 });
+    assert.equal(body.source, 'read_model'); // no event-level filter, UTC days
   });
 
   it("counts in the time zone's own days (America/New_York, UTC-5)", async () => {
@@ -78,6 +79,54 @@ describe('GET /v1/reports/trends', () => {
       ['2026-01-31', 1, 1],
       ['2026-02-01', 3, 3], // a1, a2, a3
       ['2026-02-02', 2, 2], // a2, a4
+    ]);
+    assert.equal(body.source, 'read_model'); // events by UTC hour, actors by their active UTC hours
+  });
+
+  it("counts per local hour from the read model (New York's Feb 1)", async () => {
+    const body = await ok('/v1/reports/trends?from=2026-02-01&to=2026-02-02&tz=America/New_York&interval=hour');
+    assert.equal(body.source, 'read_model');
+    // Local Feb 1: a1 05:00 (10:00Z), a2 07:00 (12:00Z), a3 20:00 (Feb 2 01:00Z); 24 hourly buckets.
+    const s0 = body.series[0];
+    assert.equal(s0.data.length, 24);
+    assert.deepEqual(
+      s0.data.filter((p: { events: number }) => p.events > 0).map((p: { date: string; events: number; actors: number }) => [p.date, p.events, p.actors]),
+      [
+        ['2026-02-01T05:00', 1, 1],
+        ['2026-02-01T07:00', 1, 1],
+        ['2026-02-01T20:00', 1, 1],
+      ],
+    );
+    assert.deepEqual(s0.total, { events: 3, actors: 3 });
+  });
+
+  it('breaks down by account from the read model in UTC, from raw events in another zone', async () => {
+    const body = await ok(`/v1/reports/trends?${RANGE}&breakdown=account`);
+    assert.equal(body.source, 'read_model');
+    // acme: a1's 3 events (Jan 29, Jan 31, Feb 1); globex: a2 ×3, a3, a4 (Feb 2) = 5 events by 3 actors.
+    assert.deepEqual(
+      body.series.map((s: { breakdown_value: string; total: unknown }) => [s.breakdown_value, s.total]),
+      [
+        ['globex', { events: 5, actors: 3 }],
+        ['acme', { events: 3, actors: 1 }],
+      ],
+    );
+    assert.deepEqual(points(body.series[1]), [
+      ['2026-01-29', 1, 1],
+      ['2026-01-30', 0, 0],
+      ['2026-01-31', 1, 1],
+      ['2026-02-01', 1, 1],
+      ['2026-02-02', 0, 0],
+    ]);
+    // New York: accounts are kept per UTC day only. a1 locally: Jan 29, Jan 31 (18:30), Feb 1 (05:00).
+    const ny = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York&account_id=acme`);
+    assert.equal(ny.source, 'events');
+    assert.deepEqual(points(ny.series[0]), [
+      ['2026-01-29', 1, 1],
+      ['2026-01-30', 0, 0],
+      ['2026-01-31', 1, 1],
+      ['2026-02-01', 1, 1],
+      ['2026-02-02', 0, 0],
     ]);
   });
 
@@ -108,6 +157,7 @@ describe('GET /v1/reports/trends', () => {
 
   it('filters by property equality and breaks down by a property key', async () => {
     const pro = await ok(`/v1/reports/trends?${RANGE}&property=plan:pro`);
+    assert.equal(pro.source, 'events');
     assert.deepEqual(pro.series[0].total, { events: 5, actors: 3 }); // a2 ×3, a3, a4 (Feb 2)
     const by = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:plan`);
     assert.deepEqual(
@@ -206,9 +256,9 @@ describe('GET /v1/reports/active-actors', () => {
     ]);
   });
 
-  it("in New York's days, from raw events", async () => {
+  it("in New York's days, from the read model's active hours", async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}&tz=America/New_York`);
-    assert.equal(body.source, 'events');
+    assert.equal(body.source, 'read_model');
     // Local active days: a1 Jan 29, 31, Feb 1; a2 Jan 30, Feb 1, 2; a3 Feb 1; a4 Jan 20, Feb 2.
     const last = body.rolling.slice(3).map((r: { date: string; dau: number; wau: number; mau: number }) => [r.date, r.dau, r.wau, r.mau]);
     assert.deepEqual(last, [
@@ -224,6 +274,23 @@ describe('GET /v1/reports/active-actors', () => {
       [
         [1, 1, 1, 0],
         [0, 1, 1, 2],
+      ],
+    );
+  });
+
+  it("in Kolkata's days (UTC+5:30, not whole hours), from raw events", async () => {
+    const body = await ok(`/v1/reports/active-actors?${RANGE}&tz=Asia/Kolkata`);
+    assert.equal(body.source, 'events');
+    // Local active days: a1 Jan 29 (15:30), Feb 1 (05:00 and 15:30); a2 Jan 30, Feb 1, Feb 2 (17:30 each);
+    // a3 Feb 2 (06:30); a4 Jan 20, Feb 2 (20:30). Nobody on Jan 31 (a1's 23:30 UTC is Feb 1 here).
+    assert.deepEqual(
+      body.rolling.map((r: { date: string; dau: number; wau: number; mau: number }) => [r.date, r.dau, r.wau, r.mau]),
+      [
+        ['2026-01-29', 1, 1, 2],
+        ['2026-01-30', 1, 2, 3],
+        ['2026-01-31', 0, 2, 3],
+        ['2026-02-01', 2, 2, 3],
+        ['2026-02-02', 3, 4, 4],
       ],
     );
   });

@@ -113,6 +113,14 @@ describe('GET /v1/reports/accounts', () => {
       { date: '2026-05-11', accounts: 0, licenses: 0 },
       { date: '2026-05-12', accounts: 2, licenses: 0 },
     ]);
+    // Kiritimati (UTC+14, whole hours: from the read model's active hours): u1 May 11 00:00 and May 13 00:00 (A),
+    // u2 May 11 01:00 and May 13 01:00 (B), u3 May 11 23:00 (no account). May 13 is past the range.
+    const kiri = await ok(`/v1/reports/accounts?${RANGE}&tz=Pacific/Kiritimati`);
+    assert.deepEqual(kiri.data, [
+      { date: '2026-05-10', accounts: 0, licenses: 0 },
+      { date: '2026-05-11', accounts: 2, licenses: 0 },
+      { date: '2026-05-12', accounts: 0, licenses: 0 },
+    ]);
     const starter = await createTenant(t.app, 'starter');
     assert.equal((await get(t.app, starter.adminKey, `/v1/reports/accounts?${RANGE}`)).statusCode, 402);
   });

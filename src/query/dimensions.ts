@@ -17,7 +17,7 @@ export const ENV_FIELDS = {
 export type EnvField = keyof typeof ENV_FIELDS;
 export const ENV_FIELD_NAMES = Object.keys(ENV_FIELDS) as EnvField[];
 
-const EVENT_FIELDS = {
+export const EVENT_KEYS = {
   category: 'e.category',
   name: 'e.name',
   version: 'e.product_version',
@@ -36,11 +36,11 @@ export interface Breakdown {
   propertyKey?: string;
 }
 
-export const BREAKDOWN_DESCRIPTION = `one of ${Object.keys(EVENT_FIELDS).join(', ')}, ${ENV_FIELD_NAMES.join(', ')}, or property:<key>`;
+export const BREAKDOWN_DESCRIPTION = `one of ${Object.keys(EVENT_KEYS).join(', ')}, ${ENV_FIELD_NAMES.join(', ')}, or property:<key>`;
 
 export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
   if (raw === undefined) return undefined;
-  if (raw in EVENT_FIELDS) return { expr: EVENT_FIELDS[raw as keyof typeof EVENT_FIELDS], env: false, account: raw === 'account' || raw === 'license' };
+  if (raw in EVENT_KEYS) return { expr: EVENT_KEYS[raw as keyof typeof EVENT_KEYS], env: false, account: raw === 'account' || raw === 'license' };
   if (raw in ENV_FIELDS) return { expr: ENV_FIELDS[raw as EnvField], env: true, account: false };
   const m = /^property:(.{1,64})$/su.exec(raw);
   if (m && !m[1]!.includes('\u0000')) return { expr: '', env: false, account: false, propertyKey: m[1]! };
@@ -52,11 +52,12 @@ export const ENV_CTE = (tenantParam: string) =>
   `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM environments WHERE tenant_id = ${tenantParam} ORDER BY actor_id, received_at DESC)`;
 
 /**
- * The environment of actor `actor` (an SQL expression), as a LATERAL join aliased v: its latest
- * X-Environment-Data, sent under its own id or under an anonymous id linked to it. One index probe
- * per actor (environments' key starts with tenant and actor), not a scan of every environment.
+ * Every actor's environment (a CTE `renv`: actor, data): its latest X-Environment-Data, sent under
+ * its own id or under an anonymous id linked to it. One pass over the tenant's environments, to
+ * hash-join with the actors of a report (cheaper than an index probe per actor once they are many).
  */
-export const ACTOR_ENV_JOIN = (tenantParam: string, actor: string) =>
-  `LEFT JOIN LATERAL (SELECT xe.data FROM environments xe WHERE xe.tenant_id = ${tenantParam}
-      AND xe.actor_id = ANY (ARRAY(SELECT ${actor} UNION ALL SELECT k.anonymous_actor_id FROM actor_links k WHERE k.tenant_id = ${tenantParam} AND k.identified_actor_id = ${actor}))
-    ORDER BY xe.received_at DESC LIMIT 1) v ON true`;
+export const RESOLVED_ENV_CTE = (tenantParam: string) =>
+  `renv AS MATERIALIZED (SELECT DISTINCT ON (actor) actor, data FROM (
+      SELECT coalesce(k.identified_actor_id, xe.actor_id) AS actor, xe.data, xe.received_at FROM environments xe
+        LEFT JOIN actor_links k ON k.tenant_id = xe.tenant_id AND k.anonymous_actor_id = xe.actor_id WHERE xe.tenant_id = ${tenantParam}) y
+     ORDER BY actor, received_at DESC)`;

@@ -26,13 +26,18 @@ export const TrendSeries = Type.Object({
 export const TrendsAnswer = Type.Object({
   ...ReportHead,
   breakdown: Type.Union([Type.String(), Type.Null()]),
+  source: Type.Enum(['read_model', 'events'], {
+    description:
+      'read_model: counted from the read model (no event-level filter, no breakdown but account or license, a whole-hour zone, whole-hour bounds); events: from raw events',
+  }),
   series: Type.Array(TrendSeries),
   compare: Type.Optional(Type.Object({ range: ComparedRange, series: Type.Array(TrendSeries) }, { description: 'with compare=previous: the previous period' })),
 });
 
 const ActivePeriod = {
   source: Type.Enum(['read_model', 'events'], {
-    description: "read_model: UTC actor days; events: raw events in the time zone's own days (other zones, name, category, property or version filters)",
+    description:
+      "read_model: the read model's actor days (local days from their active UTC hours; any whole-hour zone); events: raw events in the time zone's own days (name, category, property or version filters, half-hour zones)",
   }),
   data: Type.Array(Type.Object({ date: DateLabel, active: Type.Integer({ description: 'distinct actors active in the interval' }) })),
   rolling: Type.Array(

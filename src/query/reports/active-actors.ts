@@ -30,26 +30,37 @@ async function period(q: Queryable, f: Filters) {
     ab AS MATERIALIZED (SELECT DISTINCT actor, date_trunc('${i}', day::timestamp) AS b FROM ad),
     fb AS (SELECT a.actor, coalesce(date_trunc('${i}', f.first_seen AT TIME ZONE ${tz}), min(a.b)) AS b
              FROM ab a LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.p(s.tenantId)} AND f.actor_id = a.actor GROUP BY a.actor, f.first_seen)`;
+  // Rolling windows in one pass over the pairs: an actor active on day d, next active on day n,
+  // counts in the N-day window ending on each of the days [d, min(n, d + N)), disjoint for its
+  // successive days; so +1 at d and -1 at min(n, d + N), summed cumulatively over the days.
+  // Lifecycle from each (actor, bucket) with its previous and next active bucket.
   const rows = await q.query<{ part: string; date: string; a: string; b: string; c: string; d: string }>(
-    `${ctes}
-     SELECT 'rolling' AS part, to_char(days.day, 'YYYY-MM-DD') AS date,
-            count(DISTINCT ad.actor) FILTER (WHERE ad.day = days.day) AS a,
-            count(DISTINCT ad.actor) FILTER (WHERE ad.day > days.day - 7) AS b,
-            count(DISTINCT ad.actor) AS c, 0 AS d
-       FROM days LEFT JOIN ad ON ad.day > days.day - 30 AND ad.day <= days.day GROUP BY days.day
+    `${ctes},
+    nx AS (SELECT day, lead(day) OVER (PARTITION BY actor ORDER BY day) AS n FROM ad),
+    delta AS (
+      SELECT d, sum(a) AS a, sum(b) AS b, sum(c) AS c FROM (
+        SELECT day AS d, 1 AS a, 1 AS b, 1 AS c FROM nx
+        UNION ALL SELECT day + 1, -1, 0, 0 FROM nx
+        UNION ALL SELECT least(n, day + 7), 0, -1, 0 FROM nx
+        UNION ALL SELECT least(n, day + 30), 0, 0, -1 FROM nx) x
+       GROUP BY d),
+    roll AS (
+      SELECT days.day, sum(coalesce(delta.a, 0)) OVER w AS a, sum(coalesce(delta.b, 0)) OVER w AS b, sum(coalesce(delta.c, 0)) OVER w AS c
+        FROM (SELECT d::date AS day FROM generate_series((SELECT min(day) FROM ad), ${lastDay}::date, interval '1 day') d) days
+        LEFT JOIN delta ON delta.d = days.day WINDOW w AS (ORDER BY days.day)),
+    lc AS (
+      SELECT ab.b, fb.b AS first, lag(ab.b) OVER (PARTITION BY ab.actor ORDER BY ab.b) AS prev, lead(ab.b) OVER (PARTITION BY ab.actor ORDER BY ab.b) AS next
+        FROM ab JOIN fb ON fb.actor = ab.actor),
+    lcc AS (
+      SELECT b, count(*) FILTER (WHERE first = b) AS a, count(*) FILTER (WHERE first < b AND prev = b - ${step}) AS b2,
+             count(*) FILTER (WHERE first < b AND prev IS DISTINCT FROM b - ${step}) AS c, 0 AS d FROM lc GROUP BY b
+      UNION ALL
+      SELECT b + ${step}, 0, 0, 0, count(*) FROM lc WHERE next IS DISTINCT FROM b + ${step} GROUP BY b + ${step})
+     SELECT 'rolling' AS part, to_char(days.day, 'YYYY-MM-DD') AS date, coalesce(roll.a, 0) AS a, coalesce(roll.b, 0) AS b, coalesce(roll.c, 0) AS c, 0 AS d
+       FROM days LEFT JOIN roll ON roll.day = days.day
      UNION ALL
-     SELECT 'lifecycle', to_char(bk.b, 'YYYY-MM-DD'),
-            count(*) FILTER (WHERE cur.actor IS NOT NULL AND fb.b = bk.b),
-            count(*) FILTER (WHERE cur.actor IS NOT NULL AND fb.b < bk.b AND prev.actor IS NOT NULL),
-            count(*) FILTER (WHERE cur.actor IS NOT NULL AND fb.b < bk.b AND prev.actor IS NULL),
-            count(x.actor) FILTER (WHERE cur.actor IS NULL)
-       FROM bk LEFT JOIN LATERAL (
-              SELECT coalesce(c.actor, p.actor) AS actor FROM (SELECT actor FROM ab WHERE b = bk.b) c
-                FULL JOIN (SELECT actor FROM ab WHERE b = bk.b - ${step}) p ON p.actor = c.actor) x ON true
-       LEFT JOIN ab cur ON cur.actor = x.actor AND cur.b = bk.b
-       LEFT JOIN ab prev ON prev.actor = x.actor AND prev.b = bk.b - ${step}
-       LEFT JOIN fb ON fb.actor = x.actor
-      GROUP BY bk.b
+     SELECT 'lifecycle', to_char(bk.b, 'YYYY-MM-DD'), coalesce(sum(lcc.a), 0), coalesce(sum(lcc.b2), 0), coalesce(sum(lcc.c), 0), coalesce(sum(lcc.d), 0)
+       FROM bk LEFT JOIN lcc ON lcc.b = bk.b GROUP BY bk.b
      UNION ALL
      SELECT 'active', to_char(b, 'YYYY-MM-DD'), count(DISTINCT actor), 0, 0, 0 FROM ad CROSS JOIN LATERAL (SELECT date_trunc('${i}', ad.day::timestamp) AS b) x
       WHERE ad.day >= ${firstDay}::date GROUP BY b

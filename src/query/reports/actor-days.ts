@@ -3,11 +3,14 @@ import { ACTOR, Params, rawEvents, type Filters } from '../filters.js';
 import { localDate, zonedMidnight } from '../scope.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
-// stickiness and lifecycle. From the read model's actor days when they answer exactly (UTC days,
-// no filter they do not keep: category, name, property, version); otherwise from raw events in the
-// time zone's own days (docs/reports.md: the read model keeps UTC days only).
+// stickiness, lifecycle, versions and environment. From the read model's actor days when they
+// answer exactly: rm_actor_days keeps UTC days and, per day, the UTC hours the actor had events
+// (a bitmask), so an actor's local days are exact in any zone whose local midnights fall on whole
+// UTC hours (every zone with a whole-hour offset, daylight saving included). Raw events answer the
+// rest: filters the read model does not keep (category, name, property, version) and zones with a
+// half- or quarter-hour offset (docs/reports.md).
 
-const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT', 'Etc/Zulu', 'Zulu', 'Etc/Universal', 'Universal']);
+export const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT', 'Etc/Zulu', 'Zulu', 'Etc/Universal', 'Universal']);
 
 export interface ActorDays {
   /** SQL of a CTE body with columns day (date) and actor (text). */
@@ -18,7 +21,72 @@ export interface ActorDays {
   source: 'read_model' | 'events';
 }
 
-const iso = (d: { y: number; m: number; d: number }) => new Date(Date.UTC(d.y, d.m - 1, d.d)).toISOString().slice(0, 10);
+type Ymd = { y: number; m: number; d: number };
+const iso = (d: Ymd) => new Date(Date.UTC(d.y, d.m - 1, d.d)).toISOString().slice(0, 10);
+const plusDays = (d: Ymd, n: number): Ymd => {
+  const t = new Date(Date.UTC(d.y, d.m - 1, d.d + n));
+  return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate() };
+};
+
+/** Whether each local midnight from `first` to the day after `last` is a whole UTC hour: then every UTC hour lies in one local day. */
+export function wholeHourDays(tz: string, first: Ymd, last: Ymd): boolean {
+  if (UTC_ZONES.has(tz)) return true;
+  for (let d = first, n = 0; n <= 800; d = plusDays(d, 1), n++) {
+    if (zonedMidnight(d.y, d.m, d.d, tz).getTime() % 3_600_000 !== 0) return false;
+    if (iso(d) > iso(last)) return true;
+  }
+  return false;
+}
+
+/** Whether the read model's actor days answer these filters: no event-level filter, a whole-hour zone. */
+export function actorDaysAnswer(f: Filters, first: Ymd, last: Ymd): boolean {
+  return (
+    f.category === undefined && f.name === undefined && f.properties.length === 0 && f.scope.version === undefined && wholeHourDays(f.scope.tz, first, last)
+  );
+}
+
+/**
+ * The local days first..last when the range is made of them (from a local midnight to a local
+ * midnight, or to now: the current day counts whole, nothing has happened after now) and the read
+ * model's actor days answer the filters; else undefined.
+ */
+export function wholeLocalDays(f: Filters, toNow: boolean): { first: Ymd; last: Ymd } | undefined {
+  const s = f.scope;
+  const midnight = (d: Date) => {
+    const l = localDate(d, s.tz);
+    return d.getTime() === zonedMidnight(l.y, l.m, l.d, s.tz).getTime();
+  };
+  if (!midnight(s.from) || !(toNow || midnight(s.to))) return undefined;
+  const first = localDate(s.from, s.tz);
+  const last = localDate(new Date(s.to.getTime() - 1), s.tz);
+  return actorDaysAnswer(f, first, last) ? { first, last } : undefined;
+}
+
+/**
+ * rm_actor_days rows (alias a) with their local day `lday`, for local days first..last: in UTC the
+ * row's own day; elsewhere a row joins each local day its active hours fall in (a UTC day spans
+ * at most two local days). `where` adds conditions on a; only rows with events are active.
+ */
+export function localActorDays(f: Filters, sql: Params, first: Ymd, last: Ymd, columns: string, where: string[] = []): string {
+  const s = f.scope;
+  const w = [`a.tenant_id = ${sql.p(s.tenantId)}`, 'a.events > 0', ...where];
+  if (s.productId) w.push(`a.product_id = ${sql.p(s.productId)}`);
+  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.p(s.accountId)}`);
+  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.p(s.licenseId)}`);
+  if (UTC_ZONES.has(s.tz)) {
+    w.push(`a.day >= ${sql.p(iso(first))}::date`, `a.day <= ${sql.p(iso(last))}::date`);
+    return `SELECT ${columns} FROM (SELECT a.*, a.day AS lday FROM rm_actor_days a WHERE ${w.join(' AND ')}) a`;
+  }
+  const lo = zonedMidnight(first.y, first.m, first.d, s.tz);
+  const next = plusDays(last, 1);
+  const hi = zonedMidnight(next.y, next.m, next.d, s.tz);
+  w.push(`a.day >= ${sql.p(lo.toISOString().slice(0, 10))}::date`, `a.day <= ${sql.p(new Date(hi.getTime() - 1).toISOString().slice(0, 10))}::date`);
+  // Per UTC day, the mask of its hours that fall in each local day.
+  const hours = `SELECT (t AT TIME ZONE 'UTC')::date AS day, (t AT TIME ZONE ${sql.p(s.tz)})::date AS lday, bit_or(1 << extract(hour FROM t AT TIME ZONE 'UTC')::int) AS mask
+      FROM generate_series(${sql.p(lo)}::timestamptz, ${sql.p(hi)}::timestamptz - interval '1 hour', interval '1 hour') t GROUP BY 1, 2`;
+  return `SELECT ${columns} FROM (SELECT a.*, m.lday FROM rm_actor_days a JOIN (${hours}) m ON m.day = a.day AND a.hours & m.mask <> 0
+     WHERE ${w.join(' AND ')}) a`;
+}
 
 /** The pairs from `from` less 29 days (MAU's window) or the previous month's start, whichever is earlier, to `to`. */
 export function actorDays(f: Filters, sql: Params): ActorDays {
@@ -27,20 +95,11 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
   const first = localDate(s.from, s.tz);
   const last = localDate(new Date(s.to.getTime() - 1), s.tz);
   const back = Math.min(zonedMidnight(first.y, first.m, first.d - 29, s.tz).getTime(), zonedMidnight(first.y, first.m - 1, 1, s.tz).getTime());
+  const backDay = localDate(new Date(back), s.tz);
   const wide: Filters = { ...f, scope: { ...s, from: new Date(back) } };
-  const exact = UTC_ZONES.has(s.tz) && f.category === undefined && f.name === undefined && f.properties.length === 0 && s.version === undefined;
   const range = { firstDay: iso(first), lastDay: iso(last) };
-  if (!exact) {
+  if (!actorDaysAnswer(f, backDay, last)) {
     return { ...range, source: 'events', sql: rawEvents(wide, sql, `DISTINCT (e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
   }
-  const where = [
-    `tenant_id = ${sql.p(s.tenantId)}`,
-    `day >= ${sql.p(iso(localDate(new Date(back), s.tz)))}::date`,
-    `day <= ${sql.p(range.lastDay)}::date`,
-    'events > 0',
-  ];
-  if (s.productId) where.push(`product_id = ${sql.p(s.productId)}`);
-  if (s.accountId !== undefined) where.push(`account_id = ${sql.p(s.accountId)}`);
-  if (s.licenseId !== undefined) where.push(`license_id = ${sql.p(s.licenseId)}`);
-  return { ...range, source: 'read_model', sql: `SELECT DISTINCT day, actor_id AS actor FROM rm_actor_days WHERE ${where.join(' AND ')}` };
+  return { ...range, source: 'read_model', sql: `${localActorDays(f, sql, backDay, last, 'DISTINCT a.lday AS day, a.actor_id AS actor')}` };
 }

@@ -1,8 +1,10 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { ACTOR_ENV_JOIN, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
+import { RESOLVED_ENV_CTE, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
 import { FilterProps, head, Params, resolveFilters, type Principal } from '../filters.js';
-import { actorDays } from './actor-days.js';
+import { ACTOR, rawEvents } from '../filters.js';
+import { localDate, zonedMidnight } from '../scope.js';
+import { actorDaysAnswer, localActorDays } from './actor-days.js';
 
 // Environment shares (docs/reports.md): active actors and sessions started in the range, by a
 // field of what clients sent in X-Environment-Data (the actor's latest; a session counts under its
@@ -20,7 +22,15 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   if (f.scope.empty) return { ...h, field, data: [] };
   const s = f.scope;
   const sql = new Params();
-  const ad = actorDays(f, sql);
+  // The range's active actors (its whole local days): the read model's actor days when they answer, else raw events.
+  const first = localDate(s.from, s.tz);
+  const last = localDate(new Date(s.to.getTime() - 1), s.tz);
+  const ad = actorDaysAnswer(f, first, last)
+    ? { source: 'read_model' as const, sql: localActorDays(f, sql, first, last, 'DISTINCT a.actor_id AS actor') }
+    : {
+        source: 'events' as const,
+        sql: rawEvents({ ...f, scope: { ...s, from: zonedMidnight(first.y, first.m, first.d, s.tz) } }, sql, `DISTINCT ${ACTOR} AS actor`),
+      };
   const expr = ENV_FIELDS[field];
   const t = sql.p(s.tenantId);
   const sw = [`r.tenant_id = ${sql.p(s.tenantId)}`, `r.started_at >= ${sql.p(s.from)}`, `r.started_at < ${sql.p(s.to)}`];
@@ -29,10 +39,10 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.p(s.licenseId)}`);
   const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
-    `WITH ad AS (${ad.sql}),
-          a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad WHERE day >= ${sql.p(ad.firstDay)}::date) x
-                  ${ACTOR_ENV_JOIN(t, 'x.actor')} GROUP BY 1),
-          s AS (SELECT ${expr} AS value, count(*) AS n FROM rm_sessions r ${ACTOR_ENV_JOIN(t, 'r.actor_id')} WHERE ${sw.join(' AND ')} GROUP BY 1)
+    `WITH ad AS (${ad.sql}), ${RESOLVED_ENV_CTE(t)},
+          a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad) x
+                  LEFT JOIN renv v ON v.actor = x.actor GROUP BY 1),
+          s AS (SELECT ${expr} AS value, count(*) AS n FROM rm_sessions r LEFT JOIN renv v ON v.actor = r.actor_id WHERE ${sw.join(' AND ')} GROUP BY 1)
      SELECT value, sum(an) AS actors, sum(sn) AS sessions FROM (SELECT value, n AS an, 0 AS sn FROM a UNION ALL SELECT value, 0, n FROM s) u GROUP BY value`,
     sql.values,
   );

@@ -1,6 +1,8 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { BREAKDOWN_DESCRIPTION, ENV_CTE, parseBreakdown, type Breakdown } from '../dimensions.js';
+import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
+import { localDate, zonedMidnight } from '../scope.js';
+import { localActorDays, UTC_ZONES, wholeHourDays } from './actor-days.js';
 import {
   ACTOR,
   bucketOf,
@@ -20,7 +22,8 @@ import {
 
 // Trends: event counts and unique actors per interval, with at most one breakdown, its top N
 // values and "other" (PostHog's trends with math total and dau, breakdown_limit and the "other"
-// aggregation). Exact: counted from raw events in the time zone's own buckets.
+// aggregation). Exact either way: from the read model when it keeps what the request asks
+// (readModelRows), else from raw events in the time zone's own buckets.
 
 export const TrendsQuery = Type.Object({
   ...FilterProps,
@@ -30,6 +33,8 @@ export const TrendsQuery = Type.Object({
   ),
 });
 export type TrendsParams = Static<typeof TrendsQuery>;
+
+type Source = 'read_model' | 'events';
 
 export interface Point {
   date: string;
@@ -43,14 +48,109 @@ export interface Series {
   data: Point[];
 }
 
-/** The series of one period: per breakdown value (top N by events, then "other"), every bucket filled. */
-async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number): Promise<Series[]> {
+type Row = { date: string | null; k: string | null; o: boolean; events: string; actors: string };
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+/**
+ * The rows of one period from the read model, or undefined when it cannot answer exactly. It keeps
+ * events per UTC hour (rm_event_hours), per account and license per UTC day (rm_usage_days), and
+ * each actor's active UTC hours per day (rm_actor_days); so: no category, name, version or property
+ * filter and a breakdown by account, license or nothing (unique actors per name or version are
+ * not kept), a whole-hour zone, bounds on whole hours (a range ending now counts its current hour
+ * whole), and for accounts and licenses UTC days.
+ */
+async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, toNow: boolean): Promise<Row[] | undefined> {
   const s = f.scope;
-  if (s.empty) return [];
+  if (f.category !== undefined || f.name !== undefined || s.version !== undefined || f.properties.length > 0) return undefined;
+  if (b && !b.account) return undefined;
+  const perAccount = b?.account || s.accountId !== undefined || s.licenseId !== undefined;
+  // Accounts and licenses are kept per UTC day, everything else per UTC hour: the bounds must fall on them.
+  const grain = perAccount ? DAY_MS : HOUR_MS;
+  if (perAccount && (!UTC_ZONES.has(s.tz) || s.interval === 'hour')) return undefined;
+  const to = toNow ? new Date(Math.ceil(s.to.getTime() / grain) * grain) : s.to;
+  if (s.from.getTime() % grain !== 0 || to.getTime() % grain !== 0) return undefined;
+  const first = localDate(s.from, s.tz);
+  const last = localDate(new Date(to.getTime() - 1), s.tz);
+  if (!wholeHourDays(s.tz, first, last)) return undefined;
+  // Actors per day, week or month come from local days: the bounds must be local midnights.
+  const midnight = (d: Date) => {
+    const l = localDate(d, s.tz);
+    return d.getTime() === zonedMidnight(l.y, l.m, l.d, s.tz).getTime();
+  };
+  if (s.interval !== 'hour' && !(midnight(s.from) && (toNow || midnight(to)))) return undefined;
+
+  const sql = new Params();
+  const tz = () => sql.p(s.tz);
+  const i = s.interval;
+  const column = b ? (b.expr === EVENT_KEYS.account ? 'account_id' : 'license_id') : undefined;
+  const key = column ? `nullif(${column}, '')` : 'NULL::text';
+  let events: string;
+  if (perAccount) {
+    const w = [
+      `tenant_id = ${sql.p(s.tenantId)}`,
+      `day >= ${sql.p(s.from.toISOString().slice(0, 10))}::date`,
+      `day < ${sql.p(to.toISOString().slice(0, 10))}::date`,
+    ];
+    if (s.productId) w.push(`product_id = ${sql.p(s.productId)}`);
+    if (s.accountId !== undefined) w.push(`account_id = ${sql.p(s.accountId)}`);
+    if (s.licenseId !== undefined) w.push(`license_id = ${sql.p(s.licenseId)}`);
+    events = `SELECT date_trunc('${i}', day::timestamp) AS b, ${key} AS k, sum(events) AS n FROM rm_usage_days WHERE ${w.join(' AND ')} GROUP BY 1, 2 HAVING sum(events) <> 0`;
+  } else {
+    const w = [`tenant_id = ${sql.p(s.tenantId)}`, `hour >= ${sql.p(s.from)}`, `hour < ${sql.p(to)}`];
+    if (s.productId) w.push(`product_id = ${sql.p(s.productId)}`);
+    events = `SELECT date_trunc('${i}', hour AT TIME ZONE ${tz()}) AS b, NULL::text AS k, sum(events) AS n FROM rm_event_hours WHERE ${w.join(' AND ')} GROUP BY 1`;
+  }
+  const actors =
+    i === 'hour'
+      ? `SELECT date_trunc('hour', x.at AT TIME ZONE ${tz()}) AS b, ${key} AS k, a.actor_id FROM rm_actor_days a
+           CROSS JOIN generate_series(0, 23) h CROSS JOIN LATERAL (SELECT (a.day + make_interval(hours => h)) AT TIME ZONE 'UTC' AS at) x
+          WHERE ${[
+            `a.tenant_id = ${sql.p(s.tenantId)}`,
+            'a.events > 0',
+            `a.day >= ${sql.p(s.from.toISOString().slice(0, 10))}::date`,
+            `a.day <= ${sql.p(new Date(to.getTime() - 1).toISOString().slice(0, 10))}::date`,
+            ...(s.productId ? [`a.product_id = ${sql.p(s.productId)}`] : []),
+            `a.hours & (1 << h) <> 0`,
+            `x.at >= ${sql.p(s.from)}`,
+            `x.at < ${sql.p(to)}`,
+          ].join(' AND ')}`
+      : localActorDays(
+          f,
+          sql,
+          first,
+          last,
+          `date_trunc('${i}', a.lday::timestamp) AS b, ${column ? `nullif(a.${column}, '')` : 'NULL::text'} AS k, a.actor_id`,
+        );
+  return q.query<Row>(
+    `WITH ev AS MATERIALIZED (${events}),
+     top AS (SELECT k FROM ev GROUP BY k ORDER BY sum(n) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
+     e AS (SELECT b, n, NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ev.k) AS o, k FROM ev),
+     a AS (SELECT b, actor_id, NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ac.k) AS o, k FROM (${actors}) ac),
+     u AS (
+       SELECT b, o, CASE WHEN o THEN NULL ELSE k END AS k, sum(n) AS events, 0 AS actors FROM e GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END))
+       UNION ALL
+       SELECT b, o, CASE WHEN o THEN NULL ELSE k END, 0, count(DISTINCT actor_id) FROM a GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END)))
+     SELECT ${label('b', s)} AS date, k, o, sum(events) AS events, sum(actors) AS actors FROM u GROUP BY b, o, k`,
+    sql.values,
+  );
+}
+
+/** The series of one period: per breakdown value (top N by events, then "other"), every bucket filled. */
+async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, toNow: boolean): Promise<{ source: Source; series: Series[] }> {
+  const s = f.scope;
+  if (s.empty) return { source: 'read_model', series: [] };
+  const fromReadModel = await readModelRows(q, f, b, limit, toNow);
+  const rows = fromReadModel ?? (await rawRows(q, f, b, limit));
+  return { source: fromReadModel ? 'read_model' : 'events', series: await assemble(q, f, b, rows) };
+}
+
+async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number): Promise<Row[]> {
+  const s = f.scope;
   const sql = new Params();
   const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
   const env = b?.env ? `LEFT JOIN env v ON v.actor_id = e.actor_id` : '';
-  const rows = await q.query<{ date: string | null; k: string | null; o: boolean; events: string; actors: string }>(
+  return q.query<Row>(
     `WITH ${b?.env ? ENV_CTE(sql.p(s.tenantId)) + ',' : ''}
      ev AS MATERIALIZED (${rawEvents(f, sql, `${bucketOf('e.occurred_at', sql, s)} AS b, ${key} AS k, ${ACTOR} AS actor`, env)}),
      top AS (SELECT k FROM ev GROUP BY k ORDER BY count(*) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
@@ -59,6 +159,9 @@ async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit:
        FROM m GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END))`,
     sql.values,
   );
+}
+
+async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows: Row[]): Promise<Series[]> {
   const labels = await bucketLabels(q, f);
   const byKey = new Map<string, Series>();
   for (const r of rows) {
@@ -95,8 +198,14 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
   const limit = p.limit ?? 10;
-  const answer = { ...(await head(q, f.scope)), breakdown: p.breakdown ?? null, series: await series(q, f, b, limit) };
+  // A range that ends now (no `to`) may count its current hour whole: nothing has happened after now.
+  const toNow = p.to === undefined;
+  const now_ = await series(q, f, b, limit, toNow);
+  const answer = { ...(await head(q, f.scope)), breakdown: p.breakdown ?? null, source: now_.source, series: now_.series };
   if (!f.compare) return answer;
   const prev = previousPeriod(f);
-  return { ...answer, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, series: await series(q, prev, b, limit) } };
+  return {
+    ...answer,
+    compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, series: (await series(q, prev, b, limit, false)).series },
+  };
 }

@@ -5,6 +5,8 @@ import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
 import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { localDate } from '../scope.js';
+import { actorDaysAnswer, localActorDays, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
 import { bucketLabels } from './trends.js';
 
@@ -15,29 +17,25 @@ import { bucketLabels } from './trends.js';
 // activity in the range was on an archived version.
 
 export const VersionsQuery = Type.Object(FilterProps);
-const UTC = new Set(['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT']);
 
-/** (day, actor, version, account) per active actor-day: the read model's UTC days, or raw events in local days. */
-function actorVersionDays(f: Filters, sql: Params): string {
+/** (day, actor, version, account) per active actor-day: the read model's days in the zone (actor-days.ts), or raw events. */
+function actorVersionDays(f: Filters, sql: Params): { sql: string; source: 'read_model' | 'events' } {
   const s = f.scope;
-  if (UTC.has(s.tz) && f.category === undefined && f.name === undefined && f.properties.length === 0 && s.version === undefined) {
-    const w = [
-      `tenant_id = ${sql.p(s.tenantId)}`,
-      `day >= (${sql.p(s.from)}::timestamptz AT TIME ZONE 'UTC')::date`,
-      `day < (${sql.p(s.to)}::timestamptz AT TIME ZONE 'UTC')::date + 1`,
-      'events > 0',
-      `product_id = ${sql.p(s.productId)}`,
-    ];
-    if (s.accountId !== undefined) w.push(`account_id = ${sql.p(s.accountId)}`);
-    if (s.licenseId !== undefined) w.push(`license_id = ${sql.p(s.licenseId)}`);
-    return `SELECT day, actor_id AS actor, version, account_id, last_seen FROM rm_actor_days WHERE ${w.join(' AND ')}`;
+  const first = localDate(s.from, s.tz);
+  const last = localDate(new Date(s.to.getTime() - 1), s.tz);
+  if (actorDaysAnswer(f, first, last)) {
+    // A UTC day split across two local days keeps its last version for both (the read model's grain).
+    return { source: 'read_model', sql: localActorDays(f, sql, first, last, 'a.lday AS day, a.actor_id AS actor, a.version, a.account_id, a.last_seen') };
   }
   const tz = sql.p(s.tz);
-  return `SELECT DISTINCT ON (1, 2) day, actor, version, account_id, last_seen FROM (${rawEvents(
-    f,
-    sql,
-    `(e.occurred_at AT TIME ZONE ${tz})::date AS day, ${ACTOR} AS actor, e.product_version AS version, coalesce(e.account_id, '') AS account_id, e.occurred_at AS last_seen`,
-  )}) x ORDER BY 1, 2, last_seen DESC`;
+  return {
+    source: 'events',
+    sql: `SELECT DISTINCT ON (1, 2) day, actor, version, account_id, last_seen FROM (${rawEvents(
+      f,
+      sql,
+      `(e.occurred_at AT TIME ZONE ${tz})::date AS day, ${ACTOR} AS actor, e.product_version AS version, coalesce(e.account_id, '') AS account_id, e.occurred_at AS last_seen`,
+    )}) x ORDER BY 1, 2, last_seen DESC`,
+  };
 }
 
 export async function versionsReport(q: Queryable, principal: Principal, p: Static<typeof VersionsQuery>, now: Date) {
@@ -55,7 +53,7 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   const avd = actorVersionDays(f, sql);
   const i = s.interval === 'hour' ? 'day' : s.interval;
   const rows = await q.query<{ part: string; a: string; b: string; n: string; m: string; t: Date | null }>(
-    `WITH avd AS MATERIALIZED (${avd}),
+    `WITH avd AS MATERIALIZED (${avd.sql}),
           last AS (SELECT DISTINCT ON (actor) actor, version FROM avd ORDER BY actor, day DESC, last_seen DESC)
      SELECT 'adoption' AS part, to_char(date_trunc('${i}', day::timestamp), 'YYYY-MM-DD') AS a, version AS b, count(DISTINCT actor) AS n, 0 AS m, NULL::timestamptz AS t FROM avd GROUP BY 2, 3
      UNION ALL SELECT 'latest', '', '', count(*), count(*) FILTER (WHERE version = ${sql.p(latest)}), NULL FROM last
@@ -122,12 +120,21 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   const h = await head(q, s);
   if (s.empty) return { ...h, data: [] };
   const sql = new Params();
-  const tz = sql.p(s.tz);
-  const ev = rawEvents(
-    f,
-    sql,
-    `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${tz}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
-  );
+  const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, p.to === undefined);
+  // Active: had events. From the read model's actor days (each carries its account and license) when they answer.
+  const ev = days
+    ? localActorDays(
+        f,
+        sql,
+        days.first,
+        days.last,
+        `date_trunc('${s.interval}', a.lday::timestamp) AS b, nullif(a.account_id, '') AS a, nullif(a.license_id, '') AS l`,
+      )
+    : rawEvents(
+        f,
+        sql,
+        `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.p(s.tz)}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
+      );
   const rows = await q.query<{ date: string; accounts: string; licenses: string }>(
     `SELECT to_char(b, ${s.interval === 'hour' ? `'YYYY-MM-DD"T"HH24:00'` : `'YYYY-MM-DD'`}) AS date, count(DISTINCT a) AS accounts, count(DISTINCT l) AS licenses FROM (${ev}) x GROUP BY b ORDER BY b`,
     sql.values,

@@ -74,15 +74,16 @@ const EVENTS = `
     INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
     SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7),
   gv AS (
-    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, version, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, version, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
+           bit_or(1 << extract(hour FROM hour AT TIME ZONE 'UTC')::int) AS hours
       FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7),
   g AS (
     SELECT tenant_id, day, actor_id, product_id, account_id, license_id, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
-           (array_agg(version ORDER BY last_seen DESC))[1] AS version
+           (array_agg(version ORDER BY last_seen DESC))[1] AS version, bit_or(hours) AS hours
       FROM gv GROUP BY 1, 2, 3, 4, 5, 6),
   days AS (
-    INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen)
-    SELECT g.tenant_id, g.day, i.actor, g.product_id, g.account_id, g.license_id, g.version, g.events, false, i.os, i.runtime, i.locale, g.first_seen, g.last_seen
+    INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen, hours)
+    SELECT g.tenant_id, g.day, i.actor, g.product_id, g.account_id, g.license_id, g.version, g.events, false, i.os, i.runtime, i.locale, g.first_seen, g.last_seen, g.hours
       FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id),
   firsts AS (
     INSERT INTO rm_actor_first (tenant_id, actor_id, product_id, first_seen)
@@ -171,8 +172,8 @@ const LINKS_ACTOR_DAYS = `
   WITH ${LINKS},
   m AS (DELETE FROM rm_actor_days d USING l WHERE d.tenant_id = l.tenant_id AND d.actor_id = l.a RETURNING d.*, l.i),
   ins AS (
-    INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen)
-    SELECT tenant_id, day, i, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen FROM m),
+    INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen, hours)
+    SELECT tenant_id, day, i, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen, hours FROM m),
   ${due('m')}
   SELECT DISTINCT tenant_id FROM m`;
 
