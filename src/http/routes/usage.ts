@@ -1,4 +1,5 @@
 import * as ops from '../../admin/operations.js';
+import type { BlockReason } from '../../domain/billing.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
@@ -30,7 +31,7 @@ export function usageRoutes(app: App, ctx: AppContext): void {
         plan: t.plan,
         policy: plan.monthly_events === null ? null : plan.policy,
         billing_state: t.billing_state,
-        block_reason: t.block_reason,
+        block_reason: t.block_reason as BlockReason | null,
         trial_ends_at: t.trial_ends_at,
         subscription_status: t.subscription_status,
         quota_grace_hours: ctx.config.quotaGraceHours,
