@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { startServer, type RunningServer } from '../../client/test/helpers/server.js';
 import { axe, buildConsole, launch, openPage, RESULTS, shot, signIn, skip } from './helpers/browser.js';
-import { api, createTenant, issueKey, seedTenant, type Seeded } from './helpers/seed.js';
+import { api, createTenant, issueKey, SEEDED_EVENTS, seedTenant, type Seeded } from './helpers/seed.js';
 
 const DOCS = join(process.cwd(), 'docs');
 let server: RunningServer;
@@ -56,7 +56,7 @@ describe('console', { skip, timeout: 600_000 }, () => {
     const active = await api<{ rolling: { mau: number; dau: number }[] }>(base, t.adminKey, '/v1/reports/active-actors?range=30d');
     const health = await api<{ data: { sessions: number; crashed_sessions: number }[] }>(base, t.adminKey, '/v1/sessions/release-health?range=30d');
     const events = trends.series.reduce((n, s) => n + s.total.events, 0);
-    assert.equal(events, 240 + Number(process.env.CONSOLE_PERF_EVENTS ?? 0));
+    assert.equal(events, SEEDED_EVENTS + Number(process.env.CONSOLE_PERF_EVENTS ?? 0));
     assert.equal(await metric(page, 'products'), '2');
     assert.equal(await metric(page, 'versions'), String(versions.length));
     assert.equal(await metric(page, 'exception-groups'), String(groups.data.length));

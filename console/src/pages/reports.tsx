@@ -24,6 +24,8 @@ interface Report {
   missing?: (params: URLSearchParams) => string | undefined;
   /** The rows to draw, when the answer's first list is not them (trends: a series per value). */
   rows?: (answer: unknown) => Record<string, unknown>[];
+  /** The intervals this report answers, the first the default (hour, day, week, month otherwise). */
+  intervals?: string[];
   /** Headline numbers of the answer, shown as cards above the rows. */
   cards?: (answer: unknown) => [string, string][];
 }
@@ -60,6 +62,7 @@ const DEFS: Report[] = [
     title: 'Active actors',
     path: '/v1/reports/active-actors',
     controls: ['range', 'interval', 'view'],
+    intervals: ['day', 'week', 'month'],
     cards: (a) => {
       const last = (a as { rolling: { dau: number; wau: number; mau: number }[] }).rolling.at(-1);
       return last ? [['DAU', fmt.format(last.dau)], ['WAU', fmt.format(last.wau)], ['MAU', fmt.format(last.mau)]] : [];
@@ -70,7 +73,8 @@ const DEFS: Report[] = [
     title: 'Retention',
     path: '/v1/retention',
     controls: ['range', 'interval'],
-    post: (p) => ({ ...bodyFilters(p), ...(PERIODS.has(p.get('interval') ?? '') ? { period: p.get('interval') } : {}) }),
+    intervals: ['week', 'day', 'month'],
+    post: (p) => ({ ...bodyFilters(p), period: PERIODS.has(p.get('interval') ?? '') ? p.get('interval') : 'week' }),
   },
   {
     id: 'paths',
@@ -134,7 +138,7 @@ function queryOf(r: Report, p: URLSearchParams): Query {
   if (r.plain || r.post) return {};
   const q: Query = { range: p.get('range') ?? '30d', product: p.get('product') ?? '' };
   if (!r.controls.includes('range')) delete q.range;
-  if (r.controls.includes('interval')) q.interval = p.get('interval') ?? 'day';
+  if (r.controls.includes('interval')) q.interval = p.get('interval') ?? r.intervals?.[0] ?? 'day';
   if (r.controls.includes('breakdown')) q.breakdown = p.get('breakdown') ?? '';
   if (r.controls.includes('compare') && p.get('compare')) q.compare = 'previous';
   if (r.controls.includes('event')) Object.assign(q, { category: p.get('category') ?? '', name: p.get('name') ?? '' });
@@ -167,7 +171,12 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
         {r.controls.includes('range') && <Select label="Range" name="range" value={params.get('range') ?? '30d'} options={RANGE} />}
         {!r.plain && <ProductPicker access={access} value={params.get('product') ?? ''} all />}
         {r.controls.includes('interval') && (
-          <Select label="Interval" name="interval" value={params.get('interval') ?? 'day'} options={['hour', 'day', 'week', 'month'].map((i) => [i, i])} />
+          <Select
+            label="Interval"
+            name="interval"
+            value={params.get('interval') ?? r.intervals?.[0] ?? 'day'}
+            options={(r.intervals ?? ['hour', 'day', 'week', 'month']).map((i) => [i, i])}
+          />
         )}
         {r.controls.includes('event') && <TextFilter label="Category" name="category" value={params.get('category') ?? ''} />}
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}

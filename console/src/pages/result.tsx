@@ -118,6 +118,8 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
                     ),
                   ),
                 )}
+                {arrays.length === 1 &&
+                  Array.from({ length: width - ((r[arrays[0]!] as unknown[] | undefined) ?? []).length }, (_, j) => <td key={`pad${j}`} aria-hidden="true" />)}
               </tr>
             ))}
           </tbody>

@@ -7,6 +7,9 @@ import { rollupJob } from '../../../src/jobs/rollups.js';
 import { startJobs } from '../../../src/jobs/runner.js';
 import type { RunningServer } from '../../../client/test/helpers/server.js';
 
+/** The events seedTenant sends (besides CONSOLE_PERF_EVENTS): 240, and the dropouts' 5. */
+export const SEEDED_EVENTS = 245;
+
 export interface Seeded {
   tenantId: string;
   adminKey: string;
@@ -46,7 +49,7 @@ export async function issueKey(base: string, tenantId: string, permissions: stri
   return body.key;
 }
 
-/** Two products, three versions, 12 actors (20 events each, all three kinds) in 3 accounts, 240 events over the last 5 days, 4 exception groups, 6 sessions (2 crashed) on two OSes, 2 dead letters. */
+/** Two products, three versions, 12 actors (20 events each, all three kinds) in 3 accounts, 240 events over the last 7 days and 3 actors who drop out of the funnel (5 events), 4 exception groups, 6 sessions (2 crashed) on two OSes, 2 dead letters. */
 export async function seedTenant(server: RunningServer): Promise<Seeded> {
   const base = server.url;
   const t = await createTenant(base, 'business', 'console');
@@ -56,13 +59,34 @@ export async function seedTenant(server: RunningServer): Promise<Seeded> {
     event_id: uuidv7(),
     category: i % 3 === 0 ? 'editor' : 'app',
     name: i % 3 === 0 ? 'file_saved' : i % 2 ? 'started' : 'opened',
-    timestamp: new Date(now - (i % 5) * 86_400_000 - i * 60_000).toISOString(),
+    // Actor u = i / 20 starts 3 + u % 4 days ago and stays for 2 + u % 3 days: daily cohorts of 3
+    // actors each, retained 100 %, 67 %, 33 % (a retention matrix worth looking at).
+    timestamp: new Date(now - (3 + (Math.floor(i / 20) % 4) - (i % (2 + (Math.floor(i / 20) % 3)))) * 86_400_000 - i * 60_000).toISOString(),
     actor_id: `user-${Math.floor(i / 20)}`,
     product: i % 4 === 0 ? 'web' : 'app',
     product_version: ['1.0.0', '1.1.0', '2.0.0'][i % 3]!,
     account_id: `acme-${i % 3}`,
     license_id: `lic-${i % 6}`,
   }));
+  // Three actors who leave the funnel started → opened → file_saved early: drop-0 after starting,
+  // drop-1 and drop-2 after opening.
+  const dropouts = [
+    ['drop-0', 'started', 1, '1.0.0'],
+    ['drop-1', 'started', 2, '1.1.0'],
+    ['drop-1', 'opened', 2, '1.1.0'],
+    ['drop-2', 'started', 3, '2.0.0'],
+    ['drop-2', 'opened', 3, '2.0.0'],
+  ].map(([actor, name, days, version], i) => ({
+    ...events[1]!,
+    event_id: uuidv7(),
+    category: 'app',
+    name: name as string,
+    actor_id: actor as string,
+    product: 'app',
+    product_version: version as string,
+    timestamp: new Date(now - (days as number) * 86_400_000 + i * 60_000).toISOString(),
+  }));
+  events.push(...dropouts);
   for (let i = 0; i < events.length; i += 100) await api(base, t.ingestKey, '/v1/events', 'POST', events.slice(i, i + 100));
   await bulk(base, t.ingestKey, Number(process.env.CONSOLE_PERF_EVENTS ?? 0), now);
   const kinds = ['TypeError', 'RangeError', 'IOError'];
