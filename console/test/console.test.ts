@@ -84,9 +84,7 @@ describe('console', { skip, timeout: 600_000 }, () => {
       join(RESULTS, 'console-perf.json'),
       JSON.stringify({ events, first_load_js_gzip_bytes: firstLoadJs, overview_interactive_ms: tti, load_1m: load }) + '\n',
     );
-    console.log(
-      `console: first-load JS ${firstLoadJs} B gzipped, overview interactive in ${tti} ms with ${events} events (load average ${load})`,
-    );
+    console.log(`console: first-load JS ${firstLoadJs} B gzipped, overview interactive in ${tti} ms with ${events} events (load average ${load})`);
     assert.ok(firstLoadJs <= 250 * 1024, `first-load JS ${firstLoadJs} B gzipped`);
     assert.deepEqual(errors, []);
   });

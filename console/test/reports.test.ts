@@ -145,7 +145,9 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
     );
 
     // Sessions: the count, crashed, per day.
-    const ss = await get<{ sessions: number; statuses: { crashed: number }; data: { date: string; sessions: number }[] }>('/v1/sessions/stats?range=7d&interval=day');
+    const ss = await get<{ sessions: number; statuses: { crashed: number }; data: { date: string; sessions: number }[] }>(
+      '/v1/sessions/stats?range=7d&interval=day',
+    );
     await open(page, 'sessions?range=7d&view=table');
     assert.deepEqual([await card(page, 'sessions'), await card(page, 'crashed')], [n(ss.sessions), n(ss.statuses.crashed)]);
     assert.deepEqual([ss.sessions, ss.statuses.crashed], [6, 2]);
@@ -172,10 +174,7 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
       en.data.map((r) => [r.value ?? '—', n(r.actors), n(r.sessions)]),
     );
     // 6 actors sent an environment with their session; the other 9 active actors sent none (null).
-    assert.deepEqual(
-      en.data.map((r) => `${r.value}: ${r.actors}`).toSorted(),
-      ['Windows 11 23H2: 3', 'macOS 14.5: 3', 'null: 9'],
-    );
+    assert.deepEqual(en.data.map((r) => `${r.value}: ${r.actors}`).toSorted(), ['Windows 11 23H2: 3', 'macOS 14.5: 3', 'null: 9']);
 
     // Event explorer: the same events, newest first.
     const ev = await get<{ data: { event_id: string }[] }>('/v1/events?range=7d&category=editor&name=file_saved');
@@ -253,7 +252,10 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
     await page.waitForSelector('[data-drill-ready]');
     const body = { range: '7d', steps, step: 3, status: 'dropped' };
     const dropped = await post<{ data: { id: string }[]; next_cursor: string | null }>('/v1/funnels/actors', { ...body, limit: 50 });
-    assert.deepEqual(await page.$$eval('ul.actors li', (lis) => lis.map((li) => li.textContent)), dropped.data.map((u) => u.id));
+    assert.deepEqual(
+      await page.$$eval('ul.actors li', (lis) => lis.map((li) => li.textContent)),
+      dropped.data.map((u) => u.id),
+    );
     assert.equal(dropped.data.length, f7.steps[2]!.dropped);
     assert.match(page.url(), /drill=3%3Adropped|drill=3:dropped/);
     // CSV: the whole list.
@@ -291,7 +293,10 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
       status: 'reached',
       limit: 50,
     });
-    assert.deepEqual(await page.$$eval('ul.actors li', (lis) => lis.map((li) => li.textContent)), reached.data.map((u) => u.id));
+    assert.deepEqual(
+      await page.$$eval('ul.actors li', (lis) => lis.map((li) => li.textContent)),
+      reached.data.map((u) => u.id),
+    );
     assert.equal(await page.isDisabled('button:has-text("Next page")'), reached.next_cursor === null);
     assert.deepEqual(errors, []);
   });

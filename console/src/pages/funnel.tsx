@@ -71,7 +71,9 @@ const label = (v: string | null) => (v === null ? '(none)' : v);
 export function Funnels({ access, params }: PageProps) {
   const body = funnelBody(params);
   const ready = body.steps.length >= 2;
-  const q = useQuery(ready ? JSON.stringify(body) : 'funnel:none', () => (ready ? api<FunnelAnswer>('/v1/funnels', { method: 'POST', body }) : Promise.resolve(null)));
+  const q = useQuery(ready ? JSON.stringify(body) : 'funnel:none', () =>
+    ready ? api<FunnelAnswer>('/v1/funnels', { method: 'POST', body }) : Promise.resolve(null),
+  );
   const view = params.get('view') === 'trend' ? 'trend' : 'steps';
   const drill = params.get('drill');
   return (
@@ -284,7 +286,9 @@ function DrillDown({ params, drill }: { params: URLSearchParams; drill: string }
     ...(d.value !== undefined ? { breakdown_value: d.value } : {}),
   };
   const cursor = cursors[cursors.length - 1];
-  const q = useQuery(JSON.stringify([body, cursor]), () => api<UnitPage>('/v1/funnels/actors', { method: 'POST', body: { ...body, limit: 50, ...(cursor ? { cursor } : {}) } }));
+  const q = useQuery(JSON.stringify([body, cursor]), () =>
+    api<UnitPage>('/v1/funnels/actors', { method: 'POST', body: { ...body, limit: 50, ...(cursor ? { cursor } : {}) } }),
+  );
   const csv = async () => {
     const text = await api<string>('/v1/funnels/actors', { method: 'POST', body, accept: 'text/csv' });
     const a = document.createElement('a');

@@ -78,7 +78,12 @@ export function Overview({ access }: PageProps) {
           value={fmt.format(versions.length)}
           hint={latest ? `last seen: ${latest.product} ${latest.product_version}` : undefined}
         />
-        <Card id="events-30d" label="Events, 30 days" value={fmt.format(events)} hint={`${fmt.format(trends.series[0]?.total.actors ?? 0)} distinct actors sent them`} />
+        <Card
+          id="events-30d"
+          label="Events, 30 days"
+          value={fmt.format(events)}
+          hint={`${fmt.format(trends.series[0]?.total.actors ?? 0)} distinct actors sent them`}
+        />
         <Card id="mau" label="Active actors, 30 days" value={fmt.format(today?.mau ?? 0)} hint={`today: ${fmt.format(today?.dau ?? 0)}`} />
         <Card
           id="crash-free"
@@ -96,7 +101,14 @@ export function Overview({ access }: PageProps) {
         />
       </div>
       {perDay.length > 0 && events > 0 && (
-        <LineChart title="Events per day, last 30 days" times={perDay.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000)} series={[{ label: 'events', values: perDay.map((d) => d.events) }]} />
+        <section>
+          <h2>Events per day</h2>
+          <LineChart
+            title="Events per day, last 30 days"
+            times={perDay.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000)}
+            series={[{ label: 'events', values: perDay.map((d) => d.events) }]}
+          />
+        </section>
       )}
       {noEvents && <FirstEvent product={access.products[0]?.slug} />}
       <section>

@@ -4,7 +4,7 @@
 import { api, withQuery, type Query } from '../api';
 import { fmt, useQuery } from '../data';
 import { setParam } from '../route';
-import { Card, Select, Show, TextFilter } from '../ui';
+import { Card, Empty, Select, Show, TextFilter } from '../ui';
 import type { PageDef } from './index';
 import { ProductPicker, type PageProps } from './common';
 import { Result, rowsOf, toCsv } from './result';
@@ -65,7 +65,13 @@ const DEFS: Report[] = [
     intervals: ['day', 'week', 'month'],
     cards: (a) => {
       const last = (a as { rolling: { dau: number; wau: number; mau: number }[] }).rolling.at(-1);
-      return last ? [['DAU', fmt.format(last.dau)], ['WAU', fmt.format(last.wau)], ['MAU', fmt.format(last.mau)]] : [];
+      return last
+        ? [
+            ['DAU', fmt.format(last.dau)],
+            ['WAU', fmt.format(last.wau)],
+            ['MAU', fmt.format(last.mau)],
+          ]
+        : [];
     },
   },
   {
@@ -180,9 +186,7 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
         )}
         {r.controls.includes('event') && <TextFilter label="Category" name="category" value={params.get('category') ?? ''} />}
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}
-        {r.controls.includes('breakdown') && (
-          <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />
-        )}
+        {r.controls.includes('breakdown') && <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />}
         {r.controls.includes('compare') && <Check label="Compare to previous period" name="compare" on={!!params.get('compare')} />}
         {r.controls.includes('live') && <Check label="Live refresh (5 s)" name="live" on={live} />}
         {r.controls.includes('view') && (
@@ -201,20 +205,26 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
           Download CSV
         </button>
       </div>
-      <Show q={q} what={r.title.toLowerCase()}>
-        {(answer) => (
-          <div data-report-ready="true">
-            {r.cards && (
-              <div class="cards">
-                {r.cards(answer).map(([label, value]) => (
-                  <Card key={label} id={label.toLowerCase().replace(/\W+/g, '-')} label={label} value={value} />
-                ))}
-              </div>
-            )}
-            <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} />
-          </div>
-        )}
-      </Show>
+      {missing ? (
+        <Empty title={missing}>
+          <p>Type them in the filters above, as the Event explorer shows them.</p>
+        </Empty>
+      ) : (
+        <Show q={q} what={r.title.toLowerCase()}>
+          {(answer) => (
+            <div data-report-ready="true">
+              {r.cards && (
+                <div class="cards">
+                  {r.cards(answer).map(([label, value]) => (
+                    <Card key={label} id={label.toLowerCase().replace(/\W+/g, '-')} label={label} value={value} />
+                  ))}
+                </div>
+              )}
+              <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} />
+            </div>
+          )}
+        </Show>
+      )}
     </>
   );
 }

@@ -28,7 +28,8 @@ export function nextSteps(u: Usage): string[] {
       out.push(
         `Ingestion is blocked (402): the allotment is used up and its ${u.quota_grace_hours} h grace period is over. It resumes when the next cycle begins on ${day(period_end)}, or at once on a plan with a larger allotment.`,
       );
-    if (u.block_reason === 'trial_expired') out.push('Ingestion is blocked (402): the trial has ended. It resumes at once when the tenant moves to a paid plan.');
+    if (u.block_reason === 'trial_expired')
+      out.push('Ingestion is blocked (402): the trial has ended. It resumes at once when the tenant moves to a paid plan.');
     if (u.block_reason === 'subscription_cancelled')
       out.push('Ingestion is blocked (402): the subscription was cancelled. It resumes at once when the subscription is reactivated.');
     out.push('Clients keep the refused events and retry with backoff: nothing is lost while they run.');
@@ -49,7 +50,9 @@ export function nextSteps(u: Usage): string[] {
     );
   if (u.plan === 'trial' && u.trial_ends_at) out.push(`The trial ends on ${when(u.trial_ends_at)}; after that ingestion is refused (402) until a paid plan.`);
   if (u.subscription_status === 'cancelled')
-    out.push(`The subscription is cancelled: ingestion continues for ${u.cancel_grace_hours} h from the cancellation, then is refused until it is reactivated.`);
+    out.push(
+      `The subscription is cancelled: ingestion continues for ${u.cancel_grace_hours} h from the cancellation, then is refused until it is reactivated.`,
+    );
   out.push(`The counter starts again at 0 when the next cycle begins on ${day(period_end)}.`);
   return out;
 }
@@ -65,13 +68,26 @@ export function UsagePage({ access }: PageProps) {
         return (
           <div data-report-ready="true">
             <div class="cards">
-              <Card id="usage-events" label="Events this cycle" value={fmt.format(events)} hint={`${day(u.usage.period_start)} to ${day(u.usage.period_end)}`} />
+              <Card
+                id="usage-events"
+                label="Events this cycle"
+                value={fmt.format(events)}
+                hint={`${day(u.usage.period_start)} to ${day(u.usage.period_end)}`}
+              />
               <Card id="usage-allotment" label="Allotment" value={allotment === null ? 'none' : fmt.format(allotment)} hint={`plan: ${u.plan}`} />
               <Card
                 id="usage-state"
                 label="Billing state"
                 value={u.billing_state === 'accepting' ? 'accepting' : 'blocked'}
-                hint={u.block_reason ? u.block_reason.replaceAll('_', ' ') : u.policy === 'cap' ? 'capped at the allotment' : u.policy === 'charge' ? 'overage billed' : undefined}
+                hint={
+                  u.block_reason
+                    ? u.block_reason.replaceAll('_', ' ')
+                    : u.policy === 'cap'
+                      ? 'capped at the allotment'
+                      : u.policy === 'charge'
+                        ? 'overage billed'
+                        : undefined
+                }
               />
               {u.usage.overage > 0 && <Card id="usage-overage" label="Overage" value={fmt.format(u.usage.overage)} />}
             </div>

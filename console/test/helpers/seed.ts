@@ -16,7 +16,14 @@ export interface Seeded {
   ingestKey: string;
 }
 
-async function call(base: string, key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: unknown }> {
+async function call(
+  base: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: unknown }> {
   const res = await fetch(base + path, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -113,7 +120,14 @@ export async function seedTenant(server: RunningServer): Promise<Seeded> {
     const env = Buffer.from(JSON.stringify({ os: i % 2 ? 'macOS 14.5' : 'Windows 11 23H2', runtime: 'Electron 31', locale: 'en-US' })).toString('base64');
     const actor = `user-${i}`;
     const version = ['1.0.0', '1.1.0', '2.0.0'][i % 3]!;
-    await api(base, t.ingestKey, '/v1/events/sessions', 'POST', { session_id, actor_id: actor, product: 'app', product_version: version, started_at: new Date(started).toISOString() }, { 'x-environment-data': env });
+    await api(
+      base,
+      t.ingestKey,
+      '/v1/events/sessions',
+      'POST',
+      { session_id, actor_id: actor, product: 'app', product_version: version, started_at: new Date(started).toISOString() },
+      { 'x-environment-data': env },
+    );
     if (i % 3 === 0)
       await api(base, t.ingestKey, '/v1/events/exceptions', 'POST', {
         exception_id: randomUUID(),
