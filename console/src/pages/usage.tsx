@@ -106,7 +106,9 @@ export function UsagePage({ access }: PageProps) {
                   <li key={line}>{line}</li>
                 ))}
               </ul>
-              <p class="muted">Plans and limits are set by your operator (`npm run admin -- set-plan &lt;tenant&gt; &lt;plan&gt;`).</p>
+              <p class="muted">
+                Plans and limits are set by your operator (<code>npm run admin -- set-plan &lt;tenant&gt; &lt;plan&gt;</code>).
+              </p>
             </section>
           </div>
         );
