@@ -23,6 +23,7 @@ import { adminRoutes } from './http/routes/admin.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { invalidEventRoutes } from './http/routes/invalid-events.js';
+import { usageRoutes } from './http/routes/usage.js';
 import { productRoutes } from './http/routes/products.js';
 import { versionRoutes } from './http/routes/versions.js';
 import { recordRoutes } from './http/routes/records.js';
@@ -212,6 +213,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   sessionQueryRoutes(app, ctx);
   explorerRoutes(app, ctx);
   invalidEventRoutes(app, ctx);
+  usageRoutes(app, ctx);
   dataRightsRoutes(app, ctx);
   adminRoutes(app, ctx);
   registerConsole(app);

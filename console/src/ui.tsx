@@ -114,10 +114,10 @@ export const RANGES: [string, string][] = [
   ['90d', 'Last 90 days'],
 ];
 
-export function Table({ caption, head, rows }: { caption: string; head: string[]; rows: ComponentChildren[][] }) {
+export function Table({ caption, head, rows, id }: { caption: string; head: string[]; rows: ComponentChildren[][]; id?: string }) {
   return (
     <div class="table-wrap" tabIndex={0}>
-      <table>
+      <table data-table={id}>
         <caption>{caption}</caption>
         <thead>
           <tr>

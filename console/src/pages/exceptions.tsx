@@ -1,6 +1,7 @@
 import { api, type Page } from '../api';
 import { fmt, rangeSince, useQuery, when } from '../data';
 import { href } from '../route';
+import { LineChart } from '../chart';
 import { Empty, RANGES, Select, Show, Table } from '../ui';
 import { ProductPicker, type PageProps } from './common';
 
@@ -61,7 +62,7 @@ export function Exceptions({ access, params }: PageProps) {
                   when(g.last_seen),
                 ])}
               />
-              {open && <Detail group={page.data.find((g) => g.fingerprint === open)} />}
+              {open && <Detail group={page.data.find((g) => g.fingerprint === open)} range={range} product={product} />}
             </>
           )
         }
@@ -70,7 +71,44 @@ export function Exceptions({ access, params }: PageProps) {
   );
 }
 
-function Detail({ group }: { group: Group | undefined }) {
+interface GroupTrend {
+  first_version: string;
+  last_version: string;
+  total: { count: number; fatal: number; actors: number };
+  data: { date: string; count: number; fatal: number; actors: number }[];
+}
+
+/** The group's occurrences per day over the range (30 days when the list shows all time). */
+function Trend({ fingerprint, range, product }: { fingerprint: string; range: string; product: string }) {
+  const r = ['24h', '7d', '30d', '90d'].includes(range) ? range : '30d';
+  const q = useQuery(JSON.stringify([fingerprint, r, product]), () =>
+    api<GroupTrend>(`/v1/exceptions/${encodeURIComponent(fingerprint)}`, { query: { range: r, product, interval: r === '24h' ? 'hour' : 'day' } }),
+  );
+  return (
+    <Show q={q} what="the group's trend">
+      {(t) => (
+        <div data-trend-ready="true">
+          <h3>Occurrences, {r === '24h' ? 'last 24 hours' : `last ${r.replace('d', ' days')}`}</h3>
+          <p>
+            <span data-metric="trend-total">{fmt.format(t.total.count)}</span> occurrences, {fmt.format(t.total.fatal)} fatal, {fmt.format(t.total.actors)}{' '}
+            actors affected; first seen on version {t.first_version}, latest on {t.last_version}.
+          </p>
+          <LineChart
+            title={`Occurrences of ${fingerprint} per ${r === '24h' ? 'hour' : 'day'}`}
+            bars
+            times={t.data.map((d) => Date.parse(d.date.length === 10 ? `${d.date}T00:00:00Z` : `${d.date}:00Z`) / 1000)}
+            series={[
+              { label: 'occurrences', values: t.data.map((d) => d.count) },
+              { label: 'fatal', values: t.data.map((d) => d.fatal) },
+            ]}
+          />
+        </div>
+      )}
+    </Show>
+  );
+}
+
+function Detail({ group, range, product }: { group: Group | undefined; range: string; product: string }) {
   if (!group) return <p class="muted">That group is not in this view: widen the filters.</p>;
   const s = group.sample;
   return (
@@ -80,6 +118,7 @@ function Detail({ group }: { group: Group | undefined }) {
         Latest occurrence {when(s.occurred_at)}, {s.severity}, version {s.product_version}: {s.message ?? '(no message)'}
       </p>
       <p class="muted">Fingerprint {group.fingerprint}</p>
+      <Trend fingerprint={group.fingerprint} range={range} product={product} />
       <h3>Stack trace</h3>
       <pre class="stack" tabIndex={0}>
         {s.stack_trace ?? '(no stack trace sent)'}

@@ -7,6 +7,7 @@ import { Accounts, Licenses } from './accounts';
 import { DeadLetters } from './dead-letters';
 import { Allowlists } from './allowlists';
 import { REPORTS } from './reports';
+import { UsagePage } from './usage';
 
 export interface PageDef {
   id: string;
@@ -24,4 +25,5 @@ export const PAGES: PageDef[] = [
   { id: 'accounts', title: 'Accounts', group: 'Manage', view: Accounts },
   { id: 'licenses', title: 'Licenses', group: 'Manage', view: Licenses },
   { id: 'allowlists', title: 'Allowlists', group: 'Manage', view: Allowlists },
+  { id: 'usage', title: 'Usage and plan', group: 'Manage', view: UsagePage },
 ];

@@ -1,19 +1,26 @@
-// What a vendor sees first: the numbers the server has today, each from its own endpoint, and
-// how fresh they are. Report numbers (events per day, crash-free rate) come from the report
-// endpoints when the server has them.
+// What a vendor sees first: events and active actors over 30 days, crash-free sessions, versions,
+// exception groups, dead letters and how fresh the read model is, each from its own endpoint
+// (every plan sees them; the accounts table only on account plans).
 import { api, ApiError, type Page } from '../api';
 import { fmt, useQuery, when } from '../data';
 import { href } from '../route';
 import { Card, ErrorState, Loading, Table } from '../ui';
+import { LineChart } from '../chart';
 import { FirstEvent, type PageProps } from './common';
 import type { Group } from './exceptions';
 import type { Version } from './versions';
 
-interface Coverage {
+interface TrendsAnswer {
   refreshed_at: string | null;
-  events: { total: number; account_pct: number };
-  sessions: { total: number };
-  exceptions: { total: number };
+  series: { total: { events: number; actors: number }; data: { date: string; events: number }[] }[];
+}
+interface ActiveAnswer {
+  refreshed_at: string | null;
+  rolling: { date: string; dau: number; wau: number; mau: number }[];
+}
+interface HealthRow {
+  sessions: number;
+  crashed_sessions: number;
 }
 interface DeadLetter {
   id: string;
@@ -26,32 +33,46 @@ const optional = <T,>(p: Promise<T>) => p.catch((e: unknown) => (e instanceof Ap
 export function Overview({ access }: PageProps) {
   const q = useQuery('overview', async () => {
     const day = new Date(Date.now() - 86_400_000).toISOString();
-    const [versions, groups, dead, coverage, accounts, active, health] = await Promise.all([
+    const [versions, groups, dead, active, health, accounts] = await Promise.all([
       Promise.all(
         access.products.map((p) => api<Page<Version>>(`/v1/products/${encodeURIComponent(p.slug)}/versions`, { query: { limit: 500 } }).then((r) => r.data)),
       ),
       api<Page<Group>>('/v1/exceptions', { query: { limit: 5 } }),
       api<Page<DeadLetter>>('/v1/invalid-events', { query: { since: day, limit: 500 } }),
-      access.accounts === 'ok' ? optional(api<Coverage>('/v1/accounts/coverage')) : null,
+      api<ActiveAnswer>('/v1/reports/active-actors', { query: { range: '30d' } }),
+      api<{ data: HealthRow[] }>('/v1/sessions/release-health', { query: { range: '30d' } }),
       access.accounts === 'ok'
         ? optional(api<Page<{ account_id: string; events: number }> & { refreshed_at: string | null }>('/v1/accounts', { query: { limit: 5 } }))
         : null,
-      // The report endpoints (issue 15): shown when this server has them.
-      optional(api<unknown>('/v1/reports/active-actors', { query: { range: '30d' } })),
-      optional(api<unknown>('/v1/sessions/release-health', { query: { range: '30d' } })),
     ]);
-    return { versions: versions.flat(), groups: groups.data, dead, coverage, accounts, active: numbersOf(active), health: numbersOf(health) };
+    const sessions = health.data.reduce((n, r) => n + r.sessions, 0);
+    const crashed = health.data.reduce((n, r) => n + r.crashed_sessions, 0);
+    return {
+      versions: versions.flat(),
+      groups: groups.data,
+      dead,
+      active,
+      crashFree: sessions ? { rate: 1 - crashed / sessions, sessions } : null,
+      accounts,
+    };
   });
+  // The event count reads raw events (trends): asked after the read-model answers above, so that
+  // on a large tenant the rest of the page is there while it counts (the embedded store answers
+  // one statement at a time).
+  const tq = useQuery(q.state === 'ok' ? 'overview-trends' : null, () => api<TrendsAnswer>('/v1/reports/trends', { query: { range: '30d', interval: 'day' } }));
   if (!access.read) return <ErrorState error={new ApiError(403, 'forbidden', 'this key has no read permission')} />;
   if (q.state === 'loading') return <Loading what="the overview" />;
   if (q.state === 'error') return <ErrorState error={q.error} retry={q.reload} />;
-  const { versions, groups, dead, coverage, accounts, active, health } = q.data;
-  const noEvents = versions.length === 0 && groups.length === 0;
-  const cov = coverage instanceof ApiError ? null : coverage;
+  const { versions, groups, dead, active, crashFree, accounts } = q.data;
+  const trends = tq.state === 'ok' ? tq.data : null;
+  const events = trends ? trends.series.reduce((n, s) => n + s.total.events, 0) : null;
+  const today = active.rolling.at(-1);
+  const noEvents = !today?.mau && versions.length === 0 && groups.length === 0;
+  const perDay = trends?.series[0]?.data ?? [];
   const acc = accounts instanceof ApiError ? null : accounts;
   const latest = [...versions].sort((a, b) => (b.last_seen ?? '').localeCompare(a.last_seen ?? ''))[0];
   return (
-    <div class="overview" data-ready="true">
+    <div class="overview" data-ready="true" data-complete={tq.state === 'loading' ? undefined : 'true'}>
       <div class="cards">
         <Card id="products" label="Products" value={fmt.format(access.products.length)} />
         <Card
@@ -63,27 +84,51 @@ export function Overview({ access }: PageProps) {
         <Card
           id="events-30d"
           label="Events, 30 days"
-          value={cov ? fmt.format(cov.events.total) : '—'}
-          hint={cov ? undefined : 'needs the account views (view_accounts, Business plan)'}
+          value={
+            events !== null ? (
+              fmt.format(events)
+            ) : tq.state === 'loading' ? (
+              <span role="status" class="counting">
+                counting…
+              </span>
+            ) : (
+              '—'
+            )
+          }
+          hint={
+            trends
+              ? `${fmt.format(trends.series[0]?.total.actors ?? 0)} distinct actors sent them`
+              : tq.state === 'error'
+                ? `could not count: ${tq.error.detail}`
+                : 'counted from the raw events'
+          }
         />
-        {active.mau !== undefined && (
-          <Card
-            id="mau"
-            label="Active actors, 30 days"
-            value={fmt.format(active.mau)}
-            hint={active.dau !== undefined ? `today: ${fmt.format(active.dau)}` : undefined}
-          />
-        )}
-        {health.crash_free_sessions !== undefined && <Card id="crash-free" label="Crash-free sessions" value={pct(health.crash_free_sessions)} />}
+        <Card id="mau" label="Active actors, 30 days" value={fmt.format(today?.mau ?? 0)} hint={`today: ${fmt.format(today?.dau ?? 0)}`} />
+        <Card
+          id="crash-free"
+          label="Crash-free sessions, 30 days"
+          value={crashFree ? pct(crashFree.rate) : '—'}
+          hint={crashFree ? `of ${fmt.format(crashFree.sessions)} sessions` : 'no sessions yet (the client starts them)'}
+        />
         <Card id="exception-groups" label="Exception groups (latest)" value={fmt.format(groups.length)} />
         <Card id="dead-letters-24h" label="Dead letters, 24 h" value={`${fmt.format(dead.data.length)}${dead.next_cursor ? '+' : ''}`} />
         <Card
           id="freshness"
           label="Data refreshed"
-          value={ago(cov?.refreshed_at ?? acc?.refreshed_at)}
-          hint={`accounts and licenses rollup: ${when(cov?.refreshed_at ?? acc?.refreshed_at)}`}
+          value={ago(active.refreshed_at)}
+          hint={`read model: ${when(active.refreshed_at)}; raw-event reports are live`}
         />
       </div>
+      {perDay.length > 0 && !!events && (
+        <section>
+          <h2>Events per day</h2>
+          <LineChart
+            title="Events per day, last 30 days"
+            times={perDay.map((d) => Date.parse(`${d.date}T00:00:00Z`) / 1000)}
+            series={[{ label: 'events', values: perDay.map((d) => d.events) }]}
+          />
+        </section>
+      )}
       {noEvents && <FirstEvent product={access.products[0]?.slug} />}
       <section>
         <h2>Top exception groups</h2>
@@ -124,14 +169,7 @@ export function Overview({ access }: PageProps) {
   );
 }
 
-/** Top-level numbers of a report answer, if the server has the report (an ApiError otherwise). */
-function numbersOf(answer: unknown): Record<string, number> {
-  if (answer instanceof ApiError || typeof answer !== 'object' || answer === null) return {};
-  const src = (answer as Record<string, unknown>).summary ?? (answer as Record<string, unknown>).totals ?? answer;
-  return Object.fromEntries(Object.entries(src as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number'));
-}
-
-const pct = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(2)} %`;
+const pct = (ratio: number) => `${(ratio * 100).toFixed(2)} %`;
 
 function ago(iso: string | null | undefined): string {
   if (!iso) return 'not yet';

@@ -1,16 +1,16 @@
 // The report and behaviour pages (issues 15 and 16). Each is one endpoint with the shared
 // filter grammar (range, interval, product, breakdown, compare) read from the URL; on a server
 // without the endpoint the page says so (404 → "not available on this server yet").
-import { useState } from 'preact/hooks';
 import { api, withQuery, type Query } from '../api';
-import { useQuery } from '../data';
+import { fmt, useQuery } from '../data';
 import { setParam } from '../route';
-import { Select, Show, TextFilter } from '../ui';
+import { Card, Empty, Select, Show, TextFilter } from '../ui';
 import type { PageDef } from './index';
 import { ProductPicker, type PageProps } from './common';
 import { Result, rowsOf, toCsv } from './result';
+import { Funnels } from './funnel';
 
-type Control = 'interval' | 'breakdown' | 'compare' | 'view' | 'event' | 'live';
+type Control = 'interval' | 'breakdown' | 'compare' | 'view' | 'event' | 'live' | 'range';
 interface Report {
   id: string;
   title: string;
@@ -22,7 +22,12 @@ interface Report {
   plain?: boolean;
   /** What the endpoint needs before it can answer; until then the page asks for it instead. */
   missing?: (params: URLSearchParams) => string | undefined;
-  breakdowns?: [string, string][];
+  /** The rows to draw, when the answer's first list is not them (trends: a series per value). */
+  rows?: (answer: unknown) => Record<string, unknown>[];
+  /** The intervals this report answers, the first the default (hour, day, week, month otherwise). */
+  intervals?: string[];
+  /** Headline numbers of the answer, shown as cards above the rows. */
+  cards?: (answer: unknown) => [string, string][];
 }
 
 const RANGE: [string, string][] = [
@@ -33,67 +38,113 @@ const RANGE: [string, string][] = [
 ];
 const BREAKDOWNS: [string, string][] = [
   ['', 'No breakdown'],
-  ...['category', 'name', 'version', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b]),
-];
-// A funnel breaks down by a field of its first step (docs/behaviour.md).
-const FUNNEL_BREAKDOWNS: [string, string][] = [
-  ['', 'No breakdown'],
-  ['product_version', 'version'],
-  ['account_id', 'account'],
-  ['license_id', 'license'],
+  ...['category', 'name', 'version', 'product', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b]),
 ];
 const PERIODS = new Set(['day', 'week', 'month']);
 /** The filters a POST body carries, from the URL (empty ones left out). */
 const bodyFilters = (p: URLSearchParams) => ({ range: p.get('range') ?? '30d', ...(p.get('product') ? { product: p.get('product') } : {}) });
 
-/** Funnel steps in the URL: steps=category:name,category:name */
-export const stepsOf = (p: URLSearchParams) =>
-  (p.get('steps') ?? 'app:started')
-    .split(',')
-    .filter(Boolean)
-    .map((s) => {
-      const [category = '', name = ''] = s.split(':');
-      return { category, name };
-    });
-
 const DEFS: Report[] = [
-  { id: 'trends', title: 'Trends', path: '/v1/reports/trends', controls: ['interval', 'breakdown', 'compare', 'view', 'event'] },
-  { id: 'active', title: 'Active actors', path: '/v1/reports/active-actors', controls: ['interval', 'view'] },
   {
-    id: 'funnels',
-    title: 'Funnels',
-    path: '/v1/funnels',
-    controls: ['breakdown', 'view'],
-    breakdowns: FUNNEL_BREAKDOWNS,
-    missing: (p) => (stepsOf(p).length < 2 ? 'Add at least two steps (category and name) to build a funnel.' : undefined),
-    post: (p) => ({ ...bodyFilters(p), steps: stepsOf(p), ...(p.get('breakdown') ? { breakdown: p.get('breakdown') } : {}) }),
+    id: 'trends',
+    title: 'Trends',
+    path: '/v1/reports/trends',
+    controls: ['range', 'interval', 'breakdown', 'compare', 'view', 'event'],
+    rows: trendRows,
+    cards: (a) => {
+      const t = a as Trends;
+      const sum = (s: TrendSeries[]) => s.reduce((n, x) => n + x.total.events, 0);
+      return [['Events', fmt.format(sum(t.series))], ...(t.compare ? [['Previous period', fmt.format(sum(t.compare.series))] as [string, string]] : [])];
+    },
+  },
+  {
+    id: 'active',
+    title: 'Active actors',
+    path: '/v1/reports/active-actors',
+    controls: ['range', 'interval', 'view'],
+    intervals: ['day', 'week', 'month'],
+    cards: (a) => {
+      const last = (a as { rolling: { dau: number; wau: number; mau: number }[] }).rolling.at(-1);
+      return last
+        ? [
+            ['DAU', fmt.format(last.dau)],
+            ['WAU', fmt.format(last.wau)],
+            ['MAU', fmt.format(last.mau)],
+          ]
+        : [];
+    },
   },
   {
     id: 'retention',
     title: 'Retention',
     path: '/v1/retention',
-    controls: ['interval'],
-    post: (p) => ({ ...bodyFilters(p), ...(PERIODS.has(p.get('interval') ?? '') ? { period: p.get('interval') } : {}) }),
+    controls: ['range', 'interval'],
+    intervals: ['week', 'day', 'month'],
+    post: (p) => ({ ...bodyFilters(p), period: PERIODS.has(p.get('interval') ?? '') ? p.get('interval') : 'week' }),
   },
   {
     id: 'paths',
     title: 'Paths',
     path: '/v1/paths',
-    controls: ['event'],
+    controls: ['range', 'event'],
+    rows: (a) =>
+      (a as { paths: { events: { category: string; name: string }[]; occurrences: number; actors: number }[] }).paths.map((p) => ({
+        path: p.events.map((e) => `${e.category}/${e.name}`).join(' → ') || '(nothing after)',
+        occurrences: p.occurrences,
+        actors: p.actors,
+      })),
     missing: (p) => (!p.get('category') || !p.get('name') ? 'Pick an event (category and name) to see what comes after it.' : undefined),
   },
   { id: 'segments', title: 'Segments', path: '/v1/segments', controls: [], plain: true },
-  { id: 'sessions', title: 'Sessions', path: '/v1/sessions/stats', controls: ['interval'] },
-  { id: 'release-health', title: 'Release health', path: '/v1/sessions/release-health', controls: [] },
-  { id: 'environment', title: 'Environment', path: '/v1/environment/os', controls: [] },
-  { id: 'events', title: 'Event explorer', path: '/v1/events', controls: ['event', 'live'] },
-  { id: 'usage', title: 'Usage and plan', path: '/v1/usage', controls: [] },
+  {
+    id: 'sessions',
+    title: 'Sessions',
+    path: '/v1/sessions/stats',
+    controls: ['range', 'interval', 'view'],
+    cards: (a) => {
+      const s = a as { sessions: number; duration_s: { p50: number | null; p90: number | null }; statuses: Record<string, number> };
+      return [
+        ['Sessions', fmt.format(s.sessions)],
+        ['Crashed', fmt.format(s.statuses.crashed ?? 0)],
+        ['Duration p50', s.duration_s.p50 === null ? '—' : `${fmt.format(Math.round(s.duration_s.p50))} s`],
+        ['Duration p90', s.duration_s.p90 === null ? '—' : `${fmt.format(Math.round(s.duration_s.p90))} s`],
+      ];
+    },
+  },
+  { id: 'release-health', title: 'Release health', path: '/v1/sessions/release-health', controls: ['range'] },
+  { id: 'environment', title: 'Environment', path: '/v1/environment/os', controls: ['range'] },
+  { id: 'events', title: 'Event explorer', path: '/v1/events', controls: ['range', 'event', 'live'] },
 ];
+
+interface TrendSeries {
+  breakdown_value: string | null;
+  other: boolean;
+  total: { events: number; actors: number };
+  data: { date: string; events: number; actors: number }[];
+}
+interface Trends {
+  series: TrendSeries[];
+  compare?: { series: TrendSeries[] };
+}
+/** Trends: one row per bucket, a column of events per series (breakdown value); the previous period's by position. */
+function trendRows(answer: unknown): Record<string, unknown>[] {
+  const t = answer as Trends;
+  const name = (s: TrendSeries) => (s.other ? 'other' : s.breakdown_value === null ? (t.series.length > 1 ? '(none)' : 'events') : s.breakdown_value);
+  const dates = t.series[0]?.data.map((d) => d.date) ?? [];
+  return dates.map((date, i) => {
+    const row: Record<string, unknown> = { date };
+    for (const s of t.series) row[name(s)] = s.data[i]?.events ?? 0;
+    if (t.series.length === 1) row.actors = t.series[0]!.data[i]?.actors ?? 0;
+    for (const s of t.compare?.series ?? []) row[`previous ${name(s)}`] = s.data[i]?.events ?? 0;
+    return row;
+  });
+}
 
 function queryOf(r: Report, p: URLSearchParams): Query {
   if (r.plain || r.post) return {};
   const q: Query = { range: p.get('range') ?? '30d', product: p.get('product') ?? '' };
-  if (r.controls.includes('interval')) q.interval = p.get('interval') ?? 'day';
+  if (!r.controls.includes('range')) delete q.range;
+  if (r.controls.includes('interval')) q.interval = p.get('interval') ?? r.intervals?.[0] ?? 'day';
   if (r.controls.includes('breakdown')) q.breakdown = p.get('breakdown') ?? '';
   if (r.controls.includes('compare') && p.get('compare')) q.compare = 'previous';
   if (r.controls.includes('event')) Object.assign(q, { category: p.get('category') ?? '', name: p.get('name') ?? '' });
@@ -113,7 +164,7 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
   const view = params.get('view') ?? 'line';
   const download = async () => {
     const csv = await api<string>(withQuery(r.path, query), { accept: 'text/csv', ...(body ? { method: 'POST', body } : {}) }).catch(() =>
-      q.state === 'ok' ? toCsv(rowsOf(q.data)) : '',
+      q.state === 'ok' ? toCsv(rowsOf(r.rows ? r.rows(q.data) : q.data)) : '',
     );
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([csv], { type: 'text/csv' }));
@@ -123,16 +174,19 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
   return (
     <>
       <div class="filters">
-        <Select label="Range" name="range" value={params.get('range') ?? '30d'} options={RANGE} />
-        <ProductPicker access={access} value={params.get('product') ?? ''} all />
+        {r.controls.includes('range') && <Select label="Range" name="range" value={params.get('range') ?? '30d'} options={RANGE} />}
+        {!r.plain && <ProductPicker access={access} value={params.get('product') ?? ''} all />}
         {r.controls.includes('interval') && (
-          <Select label="Interval" name="interval" value={params.get('interval') ?? 'day'} options={['hour', 'day', 'week', 'month'].map((i) => [i, i])} />
+          <Select
+            label="Interval"
+            name="interval"
+            value={params.get('interval') ?? r.intervals?.[0] ?? 'day'}
+            options={(r.intervals ?? ['hour', 'day', 'week', 'month']).map((i) => [i, i])}
+          />
         )}
         {r.controls.includes('event') && <TextFilter label="Category" name="category" value={params.get('category') ?? ''} />}
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}
-        {r.controls.includes('breakdown') && (
-          <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={r.breakdowns ?? BREAKDOWNS} />
-        )}
+        {r.controls.includes('breakdown') && <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />}
         {r.controls.includes('compare') && <Check label="Compare to previous period" name="compare" on={!!params.get('compare')} />}
         {r.controls.includes('live') && <Check label="Live refresh (5 s)" name="live" on={live} />}
         {r.controls.includes('view') && (
@@ -151,10 +205,26 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
           Download CSV
         </button>
       </div>
-      {r.id === 'funnels' && <Steps params={params} />}
-      <Show q={q} what={r.title.toLowerCase()}>
-        {(answer) => <Result answer={answer} view={view} title={r.title} />}
-      </Show>
+      {missing ? (
+        <Empty title={missing}>
+          <p>Type them in the filters above, as the Event explorer shows them.</p>
+        </Empty>
+      ) : (
+        <Show q={q} what={r.title.toLowerCase()}>
+          {(answer) => (
+            <div data-report-ready="true">
+              {r.cards && (
+                <div class="cards">
+                  {r.cards(answer).map(([label, value]) => (
+                    <Card key={label} id={label.toLowerCase().replace(/\W+/g, '-')} label={label} value={value} />
+                  ))}
+                </div>
+              )}
+              <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} />
+            </div>
+          )}
+        </Show>
+      )}
     </>
   );
 }
@@ -167,41 +237,14 @@ function Check({ label, name, on }: { label: string; name: string; on: boolean }
   );
 }
 
-function Steps({ params }: { params: URLSearchParams }) {
-  const steps = stepsOf(params);
-  const [draft, setDraft] = useState('');
-  const save = (next: { category: string; name: string }[]) => setParam('steps', next.map((s) => `${s.category}:${s.name}`).join(','));
-  return (
-    <ol class="steps" aria-label="Funnel steps">
-      {steps.map((s, i) => (
-        <li key={i}>
-          {s.category} / {s.name}{' '}
-          <button type="button" disabled={steps.length <= 1} onClick={() => save(steps.filter((_, j) => j !== i))}>
-            Remove step {i + 1}
-          </button>
-        </li>
-      ))}
-      <li>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            const [category = '', name = ''] = draft.split(/[:/]/).map((x) => x.trim());
-            if (category && name && steps.length < 10) save([...steps, { category, name }]);
-            setDraft('');
-          }}
-        >
-          <label for="new-step">Add a step (category:name)</label>{' '}
-          <input id="new-step" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} placeholder="editor:file_saved" />{' '}
-          <button type="submit">Add step</button>
-        </form>
-      </li>
-    </ol>
-  );
-}
+const page = (id: string): PageDef => {
+  const r = DEFS.find((d) => d.id === id)!;
+  return { id: r.id, title: r.title, group: 'Analyse', view: (props: PageProps) => <ReportPage r={r} {...props} /> };
+};
 
-export const REPORTS: PageDef[] = DEFS.map((r) => ({
-  id: r.id,
-  title: r.title,
-  group: r.id === 'usage' ? 'Manage' : 'Analyse',
-  view: (props: PageProps) => <ReportPage r={r} {...props} />,
-}));
+export const REPORTS: PageDef[] = [
+  page('trends'),
+  page('active'),
+  { id: 'funnels', title: 'Funnels', group: 'Analyse', view: Funnels },
+  ...['retention', 'paths', 'segments', 'sessions', 'release-health', 'environment', 'events'].map(page),
+];

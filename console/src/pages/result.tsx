@@ -12,6 +12,11 @@ const TIME_KEYS = ['t', 'time', 'bucket', 'interval_start', 'start', 'date', 'da
 function cellsOf(row: Row): Row {
   const out: Row = {};
   for (const [k, v] of Object.entries(row)) {
+    // A small object of numbers (release health's adoption) becomes columns of its own.
+    if (typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'number' || x === null)) {
+      for (const [sub, x] of Object.entries(v)) out[`${k}_${sub}`] = x;
+      continue;
+    }
     const periods = Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'object' && x !== null && typeof (x as Row).percentage === 'number');
     out[periods ? `${k}_pct` : k] = periods ? (v as Row[]).map((x) => Math.round((x.percentage as number) * 1000) / 10) : v;
   }
@@ -113,6 +118,8 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
                     ),
                   ),
                 )}
+                {arrays.length === 1 &&
+                  Array.from({ length: width - ((r[arrays[0]!] as unknown[] | undefined) ?? []).length }, (_, j) => <td key={`pad${j}`} aria-hidden="true" />)}
               </tr>
             ))}
           </tbody>

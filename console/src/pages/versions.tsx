@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Page } from '../api';
-import { useQuery, when } from '../data';
+import { fmt, useQuery, when } from '../data';
 import type { Product } from '../session';
 import { Empty, ErrorState, Show, Table } from '../ui';
 import { FirstEvent, NoPermission, productOf, ProductPicker, type PageProps } from './common';
@@ -53,6 +53,7 @@ export function Versions({ access, params }: PageProps) {
           </div>
         )}
       </Show>
+      <Adoption slug={slug} />
       {manage && <Register slug={slug} onDone={act} />}
       <Show q={versions} what="versions">
         {(page) =>
@@ -60,6 +61,7 @@ export function Versions({ access, params }: PageProps) {
             <FirstEvent product={slug} />
           ) : (
             <Table
+              id="versions"
               caption={`Versions of ${slug}`}
               head={['Version', 'Status', 'Source', 'Release date', 'First seen', 'Last seen', '']}
               rows={page.data.map((v) => [
@@ -119,5 +121,36 @@ function Register({ slug, onDone }: { slug: string; onDone: (p: Promise<unknown>
       </span>
       <button type="submit">Register</button>
     </form>
+  );
+}
+
+interface VersionsReport {
+  latest_version: string | null;
+  share_on_latest: number | null;
+  adoption: { date: string; version: string; actors: number }[];
+}
+
+/** Adoption over the last 30 days: the share of active actors on the latest version, and the versions actors were on at the last day with activity. */
+function Adoption({ slug }: { slug: string }) {
+  const q = useQuery(`adoption:${slug}`, () => api<VersionsReport>('/v1/reports/versions', { query: { product: slug, range: '30d' } }));
+  return (
+    <Show q={q} what="adoption">
+      {(r) => {
+        const lastDay = r.adoption.reduce((d, a) => (a.date > d ? a.date : d), '');
+        const rows = r.adoption.filter((a) => a.date === lastDay).sort((a, b) => b.actors - a.actors);
+        return (
+          <section data-adoption-ready="true">
+            <h2>Adoption, last 30 days</h2>
+            <p>
+              Latest version: <strong>{r.latest_version ?? '—'}</strong>; active actors on it:{' '}
+              <strong data-metric="share-on-latest">{r.share_on_latest === null ? '—' : `${fmt.format(r.share_on_latest)} %`}</strong>
+            </p>
+            {rows.length > 0 && (
+              <Table caption={`Actors per version on ${lastDay}`} head={['Version', 'Actors']} rows={rows.map((a) => [a.version, fmt.format(a.actors)])} />
+            )}
+          </section>
+        );
+      }}
+    </Show>
   );
 }
