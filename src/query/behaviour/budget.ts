@@ -26,7 +26,8 @@ export function checkRange(db: Db, fromMs: number, toMs: number): void {
 export async function withBudget<T>(db: Db, fn: (q: Queryable) => Promise<T>, budgetMs = BUDGET_MS): Promise<T> {
   try {
     return await db.tx(async (q) => {
-      if (db.kind === 'postgres') await q.query(`SET LOCAL statement_timeout = ${Math.floor(budgetMs)}`);
+      // work_mem: a behaviour query sorts or groups one row per relevant event; in memory, not on disk.
+      if (db.kind === 'postgres') await q.exec(`SET LOCAL statement_timeout = ${Math.floor(budgetMs)}; SET LOCAL work_mem = '64MB'`);
       return fn(q);
     });
   } catch (err) {
