@@ -45,7 +45,7 @@ async function generate(db: Db, tenantId: string, productId: string): Promise<vo
     // Actor i % A does its k-th event (k = i / A) at a time that grows with i; its name is e(k mod 20),
     // shifted by 0–2 at random, so most actors walk e0 → e1 → … with some noise.
     // On the job connections: no client-side query timeout.
-    await db.withLock(BENCH_LOCK, (session) =>
+    await db.tryWithLock(BENCH_LOCK, (session) =>
       session.tx(async (q) => {
         await q.exec('SET LOCAL statement_timeout = 0');
         await q.query(
