@@ -1,5 +1,5 @@
 import { validationError } from '../../errors.js';
-import { ACTOR, Params, rawEvents, type Filters } from '../filters.js';
+import { ACTOR, Params, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { localDate, zonedMidnight } from '../scope.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
@@ -42,5 +42,6 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
   if (s.productId) where.push(`product_id = ${sql.p(s.productId)}`);
   if (s.accountId !== undefined) where.push(`account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) where.push(`license_id = ${sql.p(s.licenseId)}`);
+  where.push(segmentWhere(f, sql, 'actor_id'));
   return { ...range, source: 'read_model', sql: `SELECT DISTINCT day, actor_id AS actor FROM rm_actor_days WHERE ${where.join(' AND ')}` };
 }

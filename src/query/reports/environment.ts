@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { ACTOR_ENV_JOIN, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
-import { FilterProps, head, Params, resolveFilters, type Principal } from '../filters.js';
+import { FilterProps, head, Params, resolveFilters, segmentWhere, type Principal } from '../filters.js';
 import { actorDays } from './actor-days.js';
 
 // Environment shares (docs/reports.md): active actors and sessions started in the range, by a
@@ -28,6 +28,7 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   if (s.version !== undefined) sw.push(`r.product_version = ${sql.p(s.version)}`);
   if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.p(s.licenseId)}`);
+  sw.push(segmentWhere(f, sql, 'r.actor_id'));
   const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
     `WITH ad AS (${ad.sql}),
           a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad WHERE day >= ${sql.p(ad.firstDay)}::date) x

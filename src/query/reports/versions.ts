@@ -4,7 +4,19 @@ import { pickLatest } from '../../domain/version-selector.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
-import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
+import {
+  ACTOR,
+  checkBuckets,
+  FilterProps,
+  head,
+  Params,
+  rawEvents,
+  requireAccountAnswers,
+  resolveFilters,
+  segmentWhere,
+  type Filters,
+  type Principal,
+} from '../filters.js';
 import { seesAccounts } from './events.js';
 import { bucketLabels } from './trends.js';
 
@@ -30,6 +42,7 @@ function actorVersionDays(f: Filters, sql: Params): string {
     ];
     if (s.accountId !== undefined) w.push(`account_id = ${sql.p(s.accountId)}`);
     if (s.licenseId !== undefined) w.push(`license_id = ${sql.p(s.licenseId)}`);
+    w.push(segmentWhere(f, sql, 'actor_id'));
     return `SELECT day, actor_id AS actor, version, account_id, last_seen FROM rm_actor_days WHERE ${w.join(' AND ')}`;
   }
   const tz = sql.p(s.tz);
