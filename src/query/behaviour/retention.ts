@@ -61,34 +61,49 @@ function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, m: M
   if (scope.licenseId !== undefined) w.push(`d.license_id = ${p.add(scope.licenseId)}`);
   const days = `SELECT d.actor_id AS u, d.day, d.first_seen FROM rm_actor_days d WHERE ${w.join(' AND ')}${seg}`;
   const dayStart = `(x.day::timestamp AT TIME ZONE 'UTC')`;
-  const cohort =
-    type === 'first_time'
-      ? `SELECT x.u, width_bucket(min(x.first_seen), ${m.b}::timestamptz[]) AS c FROM days x
-          GROUP BY 1 HAVING min(x.first_seen) >= ${m.from} AND min(x.first_seen) < ${m.to}`
-      : `SELECT DISTINCT x.u, width_bucket(${dayStart}, ${m.b}::timestamptz[]) AS c FROM days x
-          WHERE ${dayStart} >= ${m.from} AND ${dayStart} < ${m.to}`;
+  const bucket = `width_bucket(${dayStart}, ${m.b}::timestamptz[])`;
+  const returns = `${dayStart} >= ${m.from} AND ${dayStart} < ${m.end}`;
+  if (type === 'first_time') {
+    // One pass per actor, no join: its cohort (the bucket of its first event) and the buckets it was active in.
+    return `
+    WITH days AS MATERIALIZED (${days}),
+    per AS (
+      SELECT x.u, width_bucket(min(x.first_seen), ${m.b}::timestamptz[]) AS c, array_agg(DISTINCT ${bucket}) FILTER (WHERE ${returns}) AS ps
+        FROM days x GROUP BY 1 HAVING min(x.first_seen) >= ${m.from} AND min(x.first_seen) < ${m.to}),
+    cohort AS (SELECT u, c FROM per),
+    pairs AS (SELECT per.u, per.c, a.p - per.c AS k FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p) WHERE a.p > per.c)`;
+  }
   return `
     WITH days AS MATERIALIZED (${days}),
-    cohort AS (${cohort}),
-    active AS (
-      SELECT DISTINCT x.u, width_bucket(${dayStart}, ${m.b}::timestamptz[]) AS p FROM days x
-       WHERE ${dayStart} >= ${m.from} AND ${dayStart} < ${m.end} AND x.u IN (SELECT u FROM cohort)),
+    active AS (SELECT DISTINCT x.u, ${bucket} AS p FROM days x WHERE ${returns}),
+    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE ${dayStart} >= ${m.from} AND ${dayStart} < ${m.to}),
     pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
 }
 
 function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: string, m: Marks & { start: string; ret: string; seg: string }): string {
   const { b, from, to, end, start, ret, seg } = m;
-  const cohort =
-    type === 'first_time'
-      ? `SELECT ${unit.expr} AS u, width_bucket(min(e.occurred_at), ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-          WHERE ${where} AND ${start} AND ${unit.present}${seg} GROUP BY 1 HAVING min(e.occurred_at) >= ${from} AND min(e.occurred_at) < ${to}`
-      : `SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-          WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}`;
+  if (type === 'first_time') {
+    // One pass per unit, no join: its cohort (the bucket of its first start event ever) and the
+    // buckets of its return events in the range and after.
+    const inRange = `e.occurred_at >= ${from} AND e.occurred_at < ${end}`;
+    return `
+    WITH per AS (
+      SELECT ${unit.expr} AS u, width_bucket(min(e.occurred_at) FILTER (WHERE ${start}), ${b}::timestamptz[]) AS c,
+             array_agg(DISTINCT width_bucket(e.occurred_at, ${b}::timestamptz[])) FILTER (WHERE ${ret} AND ${inRange}) AS ps
+        FROM events e ${unit.join}
+       WHERE ${where} AND ${unit.present}${seg} AND (${start} OR (${ret} AND ${inRange}))
+       GROUP BY 1
+      HAVING min(e.occurred_at) FILTER (WHERE ${start}) >= ${from} AND min(e.occurred_at) FILTER (WHERE ${start}) < ${to}),
+    cohort AS (SELECT u, c FROM per),
+    pairs AS (SELECT per.u, per.c, a.p - per.c AS k FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p) WHERE a.p > per.c)`;
+  }
   return `
-    WITH cohort AS (${cohort}),
+    WITH cohort AS (
+      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
+       WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}),
     active AS (
       SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS p FROM events e ${unit.join}
-       WHERE ${where} AND ${ret} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${unit.expr} IN (SELECT u FROM cohort)),
+       WHERE ${where} AND ${ret} AND ${unit.present} AND e.occurred_at >= ${from} AND e.occurred_at < ${end}),
     pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
 }
 
