@@ -6,7 +6,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Config } from './config.js';
-import { AppError } from './errors.js';
+import { AppError, queryTooLarge, StatementTimeoutError } from './errors.js';
 import type { Plans } from './domain/plans.js';
 import { LIMITS } from './domain/record-rules.js';
 import type { Db } from './storage/db.js';
@@ -203,15 +203,23 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   versionRoutes(app, ctx);
   recordRoutes(app, ctx);
   allowlistRoutes(app, ctx);
-  accountRoutes(app, ctx);
-  exceptionRoutes(app, ctx);
-  funnelRoutes(app, ctx);
-  retentionRoutes(app, ctx);
-  segmentRoutes(app, ctx);
-  pathRoutes(app, ctx);
-  reportRoutes(app, ctx);
-  sessionQueryRoutes(app, ctx);
-  explorerRoutes(app, ctx);
+  // The read side, in a scope of its own: a statement the store cancelled at its statement
+  // timeout is a 422 query_too_large here (CONTRACT.md), and a 503 everywhere else (a write that
+  // slow means a store in trouble: its client retries). The one place that mapping lives.
+  await app.register(async (reads: App) => {
+    reads.setErrorHandler((err) => {
+      throw err instanceof StatementTimeoutError ? queryTooLarge() : err;
+    });
+    accountRoutes(reads, ctx);
+    exceptionRoutes(reads, ctx);
+    funnelRoutes(reads, ctx);
+    retentionRoutes(reads, ctx);
+    segmentRoutes(reads, ctx);
+    pathRoutes(reads, ctx);
+    reportRoutes(reads, ctx);
+    sessionQueryRoutes(reads, ctx);
+    explorerRoutes(reads, ctx);
+  });
   invalidEventRoutes(app, ctx);
   usageRoutes(app, ctx);
   dataRightsRoutes(app, ctx);

@@ -40,3 +40,15 @@ export class StoreUnavailableError extends AppError {
     this.cause = cause;
   }
 }
+
+/**
+ * A statement the store cancelled at its statement timeout. Still a 503 where nothing says
+ * otherwise (a write that slow means a store in trouble: the client retries); the read side's
+ * routes answer it as a 422 query_too_large (src/app.ts, CONTRACT.md).
+ */
+export class StatementTimeoutError extends StoreUnavailableError {}
+
+/** CONTRACT.md: a read query past its time budget is a 422 naming what to narrow, never a 503. */
+export function queryTooLarge(what = 'narrow the range, or add a product, name or account filter'): AppError {
+  return new AppError(422, 'query_too_large', `query too large for its time budget: ${what}`, { errors: [{ field: 'range', message: what }] });
+}

@@ -1,7 +1,7 @@
 // Paths, and the time budget of behaviour queries, over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { withBudget } from '../src/query/behaviour/budget.js';
+import { openDb } from '../src/storage/db.js';
 import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -113,12 +113,45 @@ describe('paths', () => {
     }
   });
 
-  it('on PostgreSQL a statement past the statement timeout becomes a 422 query_too_large', async () => {
-    // The budget helper every behaviour query runs in, called directly with a 50 ms budget.
+  it('on PostgreSQL every read query past the statement timeout is a 422 query_too_large naming the range; a write is still a 503', async () => {
+    // A second app on the same database whose request pool cancels statements at 300 ms. Another
+    // connection holds the events and read-model tables locked, so that the reads wait past the
+    // timeout and the server cancels them (57014), as it would a query too large for its time.
     if (t.db.kind !== 'postgres') return;
-    await assert.rejects(
-      withBudget(t.db, (q) => q.query('SELECT pg_sleep(1)'), 50),
-      (err: { status: number; code: string }) => err.status === 422 && err.code === 'query_too_large',
-    );
+    const slow = await startTestApp({ db: await openDb({ databaseUrl: process.env.TEST_DATABASE_URL, poolSize: 2, statementTimeoutMs: 300 }) });
+    try {
+      const auth = { authorization: `Bearer ${tenant.adminKey}`, 'content-type': 'application/json' };
+      const answers = await t.db.tx(async (q) => {
+        await q.exec('LOCK TABLE events, rm_event_hours IN ACCESS EXCLUSIVE MODE');
+        const funnel = await slow.app.inject({
+          method: 'POST',
+          url: '/v1/funnels',
+          headers: auth,
+          payload: JSON.stringify({
+            steps: [
+              { category: 'ui', name: 'open' },
+              { category: 'ui', name: 'view' },
+            ],
+            range: '30d',
+          }),
+        });
+        const trends = await slow.app.inject({ method: 'GET', url: '/v1/reports/trends?range=30d', headers: { authorization: auth.authorization } });
+        const paths = await slow.app.inject({
+          method: 'GET',
+          url: '/v1/paths?category=ui&name=open&range=30d',
+          headers: { authorization: auth.authorization },
+        });
+        const write = await postEvents(slow.app, tenant.ingestKey, [e('p9', 'open', 0)]);
+        return { funnel, trends, paths, write };
+      });
+      for (const [what, res] of Object.entries(answers).filter(([k]) => k !== 'write')) {
+        assert.deepEqual([res.statusCode, res.json().code, res.json().errors?.[0]?.field], [422, 'query_too_large', 'range'], `${what}: ${res.body}`);
+        assert.match(res.json().detail, /narrow the range/);
+      }
+      assert.equal(answers.write.statusCode, 503, answers.write.body);
+    } finally {
+      await slow.close();
+      await slow.db.close();
+    }
   });
 });

@@ -105,6 +105,36 @@ describe('segments', () => {
     assert.equal((await get(t.app, tenant.adminKey, `/v1/segments/${id}`)).json().static, true);
   });
 
+  it('segment_id narrows the reports: trends, active actors (read model and raw events), the event explorer', async () => {
+    // The segment: clicked at least twice in range = s1 and user-5 (see the first test).
+    const twice = await create({ ...range, did: [{ ...CLICK, min_count: 2 }] });
+    const q = `from=${range.from}&to=${range.to}`;
+    // All events in range: s1 3, s2 1, s3 1, s4 1 (Mar 5), anon-5 1, user-5 1 = 8, by 5 actors (anon-5 counts as user-5).
+    const all = (await get(t.app, tenant.adminKey, `/v1/reports/trends?${q}`)).json();
+    assert.deepEqual(all.series[0].total, { events: 8, actors: 5 });
+    // Of the segment: s1's 3 clicks (Mar 2), anon-5's (Mar 3, as user-5) and user-5's (Mar 4) = 5 events, 2 actors.
+    const seg = (await get(t.app, tenant.adminKey, `/v1/reports/trends?${q}&segment_id=${twice}`)).json();
+    assert.deepEqual(seg.series[0].total, { events: 5, actors: 2 });
+    // Active actors per day: Mar 2 s1, Mar 3 user-5 (its anonymous click), Mar 4 user-5; none on the other days.
+    // In UTC from the read model's actor days; in Berlin (12:00 UTC is the same local day) from raw events.
+    for (const tz of ['UTC', 'Europe/Berlin']) {
+      const res = await get(t.app, tenant.adminKey, `/v1/reports/active-actors?${q}&tz=${tz}&segment_id=${twice}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json();
+      assert.equal(body.source, tz === 'UTC' ? 'read_model' : 'events');
+      const active = Object.fromEntries(
+        body.data.filter((d: { active: number }) => d.active > 0).map((d: { date: string; active: number }) => [d.date, d.active]),
+      );
+      assert.deepEqual(active, { '2026-03-02': 1, '2026-03-03': 1, '2026-03-04': 1 }, tz);
+    }
+    const events = (await get(t.app, tenant.adminKey, `/v1/events?${q}&segment_id=${twice}`)).json();
+    assert.equal(events.data.length, 5);
+    // An unknown segment is a 404; sessions and exceptions (not events of actors' behaviour) do not take one.
+    const unknown = await get(t.app, tenant.adminKey, `/v1/reports/trends?${q}&segment_id=00000000-0000-7000-8000-000000000000`);
+    assert.deepEqual([unknown.statusCode, unknown.json().code], [404, 'segment_not_found']);
+    assert.equal((await get(t.app, tenant.adminKey, `/v1/sessions/stats?${q}&segment_id=${twice}`)).statusCode, 400);
+  });
+
   it('create, list, get, update, delete', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { range: '7d' } });

@@ -6,6 +6,8 @@ import { rollupInfo } from '../storage/accounts.js';
 import type { TenantRow } from '../storage/tenants.js';
 import { requireFeature } from './guard.js';
 import { cursorKey } from './page.js';
+import { Params as SegmentParams } from './behaviour/event-sql.js';
+import { segmentFilterSql } from './behaviour/segments.js';
 import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
 
 // The one filter grammar of the query side (docs/reports.md): every report, the sessions, the
@@ -36,6 +38,9 @@ export const FilterProps = {
     }),
   ),
   compare: Type.Optional(Type.Literal('previous', { description: 'also answer the previous period of the same length' })),
+  segment_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'only the actors of this saved segment (docs/behaviour.md); 404 segment_not_found if unknown' }),
+  ),
 };
 export const FilterQuery = Type.Object(FilterProps);
 export type FilterParams = Partial<Static<typeof FilterQuery>>;
@@ -55,6 +60,8 @@ export interface Filters {
   days?: number | undefined;
   /** `range=month`: the previous period is the previous calendar month. */
   month: boolean;
+  /** segment_id: its actors as `SELECT u …` with its own $1…$n and their values (see segmentWhere). */
+  segment?: { text: string; values: unknown[] } | undefined;
 }
 
 /** Per-account answers: the key's view_accounts (403 forbidden), then the plan (402) and account context (403). */
@@ -77,7 +84,13 @@ export async function resolveFilters(q: Queryable, principal: Principal, p: Filt
   const properties = parseProperties(p.property);
   const scope = await resolveScope(q, principal.tenant, p, now);
   const days = /^(\d+)d$/.exec(p.range ?? (p.from === undefined && p.to === undefined ? '30d' : ''));
+  let segment: Filters['segment'];
+  if (p.segment_id !== undefined) {
+    const own = new SegmentParams();
+    segment = { text: await segmentFilterSql(q, principal.tenant, p.segment_id, own, now), values: own.values };
+  }
   return {
+    segment,
     scope,
     category: p.category,
     name: p.name,
@@ -147,10 +160,18 @@ export function rawEvents(f: Filters, sql: Params, columns: string, joins = ''):
   if (f.category !== undefined) where.push(`e.category = ${sql.p(f.category)}`);
   if (f.name !== undefined) where.push(`e.name = ${sql.p(f.name)}`);
   for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.p(k)} = ${sql.p(v)}`);
+  if (f.segment) where.push(segmentWhere(f, sql, ACTOR));
   return `SELECT ${columns} FROM events e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
 }
 
 export const ACTOR = 'coalesce(l.identified_actor_id, e.actor_id)';
+
+/** `<actor> IN (the segment's actors)`, its parameters renumbered into sql; 'true' without segment_id. Actors are identified ids. */
+export function segmentWhere(f: Filters, sql: Params, actor: string): string {
+  if (!f.segment) return 'true';
+  const { text, values } = f.segment;
+  return `${actor} IN (${text.replace(/\$(\d+)/g, (_, i: string) => sql.p(values[Number(i) - 1]))})`;
+}
 
 /** The local bucket an instant falls in, as a timestamp without time zone. */
 export const bucketOf = (col: string, sql: Params, s: Scope) => `date_trunc('${s.interval}', ${col} AT TIME ZONE ${sql.p(s.tz)})`;
@@ -166,7 +187,7 @@ export function bucketSeries(sql: Params, s: Scope): string {
 export const label = (col: string, s: Scope) => (s.interval === 'hour' ? `to_char(${col}, 'YYYY-MM-DD"T"HH24:00')` : `to_char(${col}, 'YYYY-MM-DD')`);
 
 /** The filters that apply to sessions and exceptions (no event name, category or property). */
-export const RecordFilterProps = (({ category: _c, name: _n, property: _p, ...rest }) => rest)(FilterProps);
+export const RecordFilterProps = (({ category: _c, name: _n, property: _p, segment_id: _s, ...rest }) => rest)(FilterProps);
 
 /** Conditions on a table with tenant_id, product_id, product_version, account_id, license_id and a time column. */
 export function recordWhere(f: Filters, sql: Params, time: string, alias: string): string[] {

@@ -23,6 +23,8 @@ export interface OpenOptions {
   /** PGlite only: fsync the WAL before a transaction resolves. */
   syncOnCommit?: boolean;
   poolSize?: number;
+  /** PostgreSQL only: the request pool's statement timeout (15 s unless given; tests set a small one). */
+  statementTimeoutMs?: number | undefined;
   /** Where the store's handled failures go: a pino logger at warn unless given. */
   log?: StoreLog;
 }
@@ -34,7 +36,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   const log = opts.log ?? (defaultLog ??= pino({ level: 'warn' }));
   if (opts.databaseUrl) {
     const { openPostgres } = await import('./postgres.js');
-    return openPostgres(opts.databaseUrl, opts.poolSize ?? 8, log);
+    return openPostgres(opts.databaseUrl, opts.poolSize ?? 8, log, opts.statementTimeoutMs);
   }
   const { openEmbedded } = await import('./embedded/index.js');
   // DATA_DIR holds the PostgreSQL data directory in pg/, beside our own files.

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { StoreUnavailableError } from '../errors.js';
+import { StatementTimeoutError, StoreUnavailableError } from '../errors.js';
 import type { Db, LockedSession, Queryable, StoreLog } from './store.js';
 
 // int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
@@ -17,12 +17,19 @@ function isUnavailable(err: unknown): boolean {
   return /timeout|Connection terminated|not queryable|Client has encountered a connection error|pool after calling end/i.test(e.message ?? '');
 }
 
+/** The server cancelled the statement at statement_timeout (not a cancel for another reason). */
+function isStatementTimeout(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  return e?.code === '57014' && /statement timeout/i.test(e.message ?? '');
+}
+
 function wrap(err: unknown): never {
+  if (isStatementTimeout(err)) throw new StatementTimeoutError(err);
   if (isUnavailable(err)) throw new StoreUnavailableError(err);
   throw err;
 }
 
-export function openPostgres(url: string, max: number, log: StoreLog): Db {
+export function openPostgres(url: string, max: number, log: StoreLog, statementTimeoutMs = 15_000): Db {
   // JIT compilation costs more than it saves on our short statements.
   const options = '-c jit=off';
   const pool = new pg.Pool({
@@ -31,8 +38,8 @@ export function openPostgres(url: string, max: number, log: StoreLog): Db {
     options,
     connectionTimeoutMillis: 3000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: 15_000,
-    query_timeout: 20_000,
+    statement_timeout: statementTimeoutMs,
+    query_timeout: statementTimeoutMs + 5000,
   });
   // Background jobs and migrations hold a lock on their own connections, with no client-side
   // query timeout: a large backlog may take minutes, and node-postgres would otherwise abandon the

@@ -9,9 +9,9 @@ import { periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 
 // Funnels on raw events (docs/behaviour.md): one statement reads the step and exclusion events of
-// the units that entered in the range (through events_by_name), identity links applied, ordered by
-// unit and time; the state machine of funnel-eval.ts runs per unit; the answer is counted from
-// its results. Exact: nothing is sampled or estimated.
+// the units that entered in the range, identity links applied, as one row per unit holding its
+// events in time order; the state machine of funnel-eval.ts runs per unit; the answer is counted
+// from its results. Exact: nothing is sampled or estimated.
 
 export interface FunnelQuery extends ScopeParams {
   steps: EventMatcher[];
@@ -82,33 +82,30 @@ export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, inp
   const b = breakdownSql(query.breakdown, p);
   const seg = await segmentClause(db, tenant, query.segment_id, query.count_by, unit.expr, p, now);
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
+  // One row per unit that entered in the range: its relevant events as arrays in time order
+  // (hash-grouped, each unit's few events sorted on their own), so that a unit's events, not every
+  // event, cross to JS as one row.
+  const t = '(extract(epoch FROM e.occurred_at) * 1000)::float8';
+  const order = 'ORDER BY e.occurred_at, e.event_id';
   const sql = `
-    WITH entrants AS (
-      SELECT DISTINCT ${unit.expr} AS u FROM events e ${unit.join}
-       WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to} AND ${entry} AND ${unit.present}${seg})
-    SELECT ${unit.expr} AS u, (extract(epoch FROM e.occurred_at) * 1000)::float8 AS t,
-           ${maskSql(steps)} AS m, ${maskSql(excl)} AS x, ${b} AS b
+    SELECT ${unit.expr} AS u, array_agg(${t} ${order}) AS t, array_agg(${maskSql(steps)} ${order}) AS m,
+           array_agg(${maskSql(excl)} ${order}) AS x${query.breakdown === undefined ? '' : `, array_agg(${b} ${order}) AS b`}
       FROM events e ${unit.join}
-     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant}
-       AND ${unit.expr} IN (SELECT u FROM entrants)
-     ORDER BY 1, e.occurred_at, e.event_id
-     LIMIT ${MAX_ROWS + 1}`;
-  const rows = await withBudget(db, (q) => q.query<{ u: string; t: number; m: number; x: number; b: string | null }>(sql, p.values));
-  if (rows.length > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
-
+     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant} AND ${unit.present}${seg}
+     GROUP BY 1
+    HAVING bool_or(${entry} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})`;
+  const rows = await withBudget(db, (q) => q.query<{ u: string; t: number[]; m: number[]; x: number[]; b?: (string | null)[] }>(sql, p.values));
+  let read = 0;
   const units: FunnelRun['units'] = [];
-  for (let i = 0; i < rows.length;) {
-    const u = rows[i]!.u;
-    const events: UnitEvent[] = [];
-    const values: (string | null)[] = [];
-    for (; i < rows.length && rows[i]!.u === u; i++) {
-      const r = rows[i]!;
-      events.push({ t: Number(r.t), steps: Number(r.m), excl: Number(r.x) });
-      values.push(r.b);
-    }
+  for (const r of rows) {
+    read += r.t.length;
+    if (read > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
+    const events: UnitEvent[] = r.t.map((time, i) => ({ t: Number(time), steps: Number(r.m[i]), excl: Number(r.x[i]) }));
     const result = evaluateUnit(events, rules);
-    units.push({ unit: u, result, value: result.entry >= 0 ? (values[result.entry] ?? null) : null });
+    units.push({ unit: r.u, result, value: result.entry >= 0 ? (r.b?.[result.entry] ?? null) : null });
   }
+  // The answer's order does not depend on the grouping's.
+  units.sort((a, c) => (a.unit < c.unit ? -1 : a.unit > c.unit ? 1 : 0));
   return { scope, query, rules, units };
 }
 

@@ -31,20 +31,22 @@ export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: Path
   const where = scopeSql(scope, p);
   const seg = await segmentClause(db, tenant, q.segment_id, 'actor', unit.expr, p, now);
   const [from, to, cat, name] = [p.add(scope.from), p.add(scope.to), p.add(q.category), p.add(q.name)];
-  const sign = direction === 'next' ? '+' : '-';
-  const cols = Array.from({ length: k }, (_, i) => `s${i}.category AS c${i}, s${i}.name AS n${i}`).join(', ');
-  const joins = Array.from({ length: k }, (_, i) => `LEFT JOIN seq s${i} ON s${i}.u = a.u AND s${i}.i = a.i ${sign} ${i + 1}`).join('\n');
+  const fn = direction === 'next' ? 'lead' : 'lag';
+  const cols = Array.from({ length: k }, (_, i) => `${fn}(e.category, ${i + 1}) OVER w AS c${i}, ${fn}(e.name, ${i + 1}) OVER w AS n${i}`).join(', ');
   const groups = Array.from({ length: k }, (_, i) => `c${i}, n${i}`).join(', ');
+  // One pass: each unit's events in the range in time order (only the units that did the event
+  // there, found through events_by_name), the K before or after each as lead/lag columns.
   const sql = `
-    WITH seq AS (
-      SELECT ${unit.expr} AS u, e.category, e.name, row_number() OVER (PARTITION BY ${unit.expr} ORDER BY e.occurred_at, e.event_id) AS i
-        FROM events e ${unit.join} WHERE ${where}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}),
-    walked AS (
-      SELECT a.u, ${cols} FROM seq a
-      ${joins}
-       WHERE a.category = ${cat} AND a.name = ${name})
+    WITH walked AS (
+      SELECT ${unit.expr} AS u, e.category, e.name, ${cols}
+        FROM events e ${unit.join}
+       WHERE ${where}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
+         AND ${unit.expr} IN (SELECT ${unit.expr} FROM events e ${unit.join}
+                               WHERE ${where} AND e.category = ${cat} AND e.name = ${name} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})
+      WINDOW w AS (PARTITION BY ${unit.expr} ORDER BY e.occurred_at, e.event_id))
     SELECT ${groups}, count(*)::int AS occurrences, count(DISTINCT u)::int AS actors, sum(count(*)) OVER ()::int AS total
-      FROM walked GROUP BY ${groups} ORDER BY occurrences DESC, actors DESC, ${groups} LIMIT ${p.add(limit)}::int`;
+      FROM walked WHERE category = ${cat} AND name = ${name}
+     GROUP BY ${groups} ORDER BY occurrences DESC, actors DESC, ${groups} LIMIT ${p.add(limit)}::int`;
   const rows = await withBudget(db, (tx) => tx.query<Record<string, string | number | null>>(sql, p.values));
   return {
     ...base,

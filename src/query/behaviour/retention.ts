@@ -38,6 +38,75 @@ interface Plan {
   ctes?: { text: string; params: Params };
 }
 
+const DAY = 86_400_000;
+
+/**
+ * "Any event" retention by actor answers from the read model's actor days (one row per active
+ * actor and UTC day, under the identified id, with the day's first event time) when every period
+ * boundary is a UTC midnight and no filter needs single events (start or return event, version):
+ * the same answer as raw events, without reading them.
+ */
+function fromReadModel(scope: Plan['scope'], q: RetentionQuery, by: string, bounds: number[], now: Date): boolean {
+  if (q.start_event || q.return_event || by !== 'actor' || scope.version !== undefined) return false;
+  const midnight = (t: number) => t % DAY === 0;
+  return bounds.every(midnight) && midnight(scope.from.getTime()) && (midnight(scope.to.getTime()) || scope.to.getTime() >= now.getTime());
+}
+
+type Marks = { b: string; from: string; to: string; end: string };
+
+function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, m: Marks, seg: string): string {
+  const w = [`d.tenant_id = ${p.add(scope.tenantId)}`, 'd.events > 0'];
+  if (scope.productId) w.push(`d.product_id = ${p.add(scope.productId)}`);
+  if (scope.accountId !== undefined) w.push(`d.account_id = ${p.add(scope.accountId)}`);
+  if (scope.licenseId !== undefined) w.push(`d.license_id = ${p.add(scope.licenseId)}`);
+  const days = `SELECT d.actor_id AS u, d.day, d.first_seen FROM rm_actor_days d WHERE ${w.join(' AND ')}${seg}`;
+  const dayStart = `(x.day::timestamp AT TIME ZONE 'UTC')`;
+  const bucket = `width_bucket(${dayStart}, ${m.b}::timestamptz[])`;
+  const returns = `${dayStart} >= ${m.from} AND ${dayStart} < ${m.end}`;
+  if (type === 'first_time') {
+    // One pass per actor, no join: its cohort (the bucket of its first event) and the buckets it was active in.
+    return `
+    WITH days AS MATERIALIZED (${days}),
+    per AS (
+      SELECT x.u, width_bucket(min(x.first_seen), ${m.b}::timestamptz[]) AS c, array_agg(DISTINCT ${bucket}) FILTER (WHERE ${returns}) AS ps
+        FROM days x GROUP BY 1 HAVING min(x.first_seen) >= ${m.from} AND min(x.first_seen) < ${m.to}),
+    cohort AS (SELECT u, c FROM per),
+    pairs AS (SELECT per.u, per.c, a.p - per.c AS k FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p) WHERE a.p > per.c)`;
+  }
+  return `
+    WITH days AS MATERIALIZED (${days}),
+    active AS (SELECT DISTINCT x.u, ${bucket} AS p FROM days x WHERE ${returns}),
+    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE ${dayStart} >= ${m.from} AND ${dayStart} < ${m.to}),
+    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
+}
+
+function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: string, m: Marks & { start: string; ret: string; seg: string }): string {
+  const { b, from, to, end, start, ret, seg } = m;
+  if (type === 'first_time') {
+    // One pass per unit, no join: its cohort (the bucket of its first start event ever) and the
+    // buckets of its return events in the range and after.
+    const inRange = `e.occurred_at >= ${from} AND e.occurred_at < ${end}`;
+    return `
+    WITH per AS (
+      SELECT ${unit.expr} AS u, width_bucket(min(e.occurred_at) FILTER (WHERE ${start}), ${b}::timestamptz[]) AS c,
+             array_agg(DISTINCT width_bucket(e.occurred_at, ${b}::timestamptz[])) FILTER (WHERE ${ret} AND ${inRange}) AS ps
+        FROM events e ${unit.join}
+       WHERE ${where} AND ${unit.present}${seg} AND (${start} OR (${ret} AND ${inRange}))
+       GROUP BY 1
+      HAVING min(e.occurred_at) FILTER (WHERE ${start}) >= ${from} AND min(e.occurred_at) FILTER (WHERE ${start}) < ${to}),
+    cohort AS (SELECT u, c FROM per),
+    pairs AS (SELECT per.u, per.c, a.p - per.c AS k FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p) WHERE a.p > per.c)`;
+  }
+  return `
+    WITH cohort AS (
+      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
+       WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}),
+    active AS (
+      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS p FROM events e ${unit.join}
+       WHERE ${where} AND ${ret} AND ${unit.present} AND e.occurred_at >= ${from} AND e.occurred_at < ${end}),
+    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
+}
+
 async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date): Promise<Plan> {
   if (q.count_by === 'account') requireFeature(tenant, 'account_context');
   const period: Interval = q.period ?? 'week';
@@ -55,25 +124,20 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   if (scope.empty) return out;
   checkRange(db, type === 'first_time' ? scope.from.getTime() : cohorts[0]!, returnEnd);
   const p = new Params();
-  const unit = unitSql(by);
-  const where = scopeSql(scope, p);
-  const start = q.start_event ? matchSql(q.start_event, p) : 'true';
-  const ret = q.return_event ? matchSql(q.return_event, p) : 'true';
   const b = p.add(bounds.map((x) => new Date(x).toISOString()));
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
-  const seg = await segmentClause(db, tenant, q.segment_id, by, unit.expr, p, now);
-  const cohort =
-    type === 'first_time'
-      ? `SELECT ${unit.expr} AS u, width_bucket(min(e.occurred_at), ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-          WHERE ${where} AND ${start} AND ${unit.present}${seg} GROUP BY 1 HAVING min(e.occurred_at) >= ${from} AND min(e.occurred_at) < ${to}`
-      : `SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-          WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}`;
-  const text = `
-    WITH cohort AS (${cohort}),
-    active AS (
-      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS p FROM events e ${unit.join}
-       WHERE ${where} AND ${ret} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${unit.expr} IN (SELECT u FROM cohort)),
-    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
+  let text: string;
+  if (fromReadModel(scope, q, by, bounds, now)) {
+    const seg = await segmentClause(db, tenant, q.segment_id, by, 'd.actor_id', p, now);
+    text = readModelCtes(scope, type, p, { b, from, to, end }, seg);
+  } else {
+    const unit = unitSql(by);
+    const where = scopeSql(scope, p);
+    const start = q.start_event ? matchSql(q.start_event, p) : 'true';
+    const ret = q.return_event ? matchSql(q.return_event, p) : 'true';
+    const seg = await segmentClause(db, tenant, q.segment_id, by, unit.expr, p, now);
+    text = eventCtes(type, unit, where, { start, ret, seg, b, from, to, end });
+  }
   return { ...out, ctes: { text, params: p } };
 }
 

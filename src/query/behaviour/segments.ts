@@ -34,14 +34,26 @@ async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, 
   const where = scopeSql(scope, p);
   const [from, to] = [p.add(scope.from), p.add(scope.to)];
   const having = ['true'];
-  for (const d of def.did ?? []) having.push(`count(*) FILTER (WHERE ${matchSql(d, p)}) >= ${p.add(d.min_count ?? 1)}::int`);
-  if (def.on_version !== undefined) having.push(`bool_or(e.product_version = ${p.add(def.on_version)})`);
+  const matched: string[] = [];
+  for (const d of def.did ?? []) {
+    const m = matchSql(d, p);
+    matched.push(m);
+    having.push(`count(*) FILTER (WHERE ${m}) >= ${p.add(d.min_count ?? 1)}::int`);
+  }
+  if (def.on_version !== undefined) {
+    const v = `e.product_version = ${p.add(def.on_version)}`;
+    matched.push(v);
+    having.push(`bool_or(${v})`);
+  }
+  // With a "did" condition (at least once) only the events it names can decide: read just those
+  // (through events_by_name), and the version's events for on_version.
+  const only = (def.did ?? []).length > 0 ? ` AND (${matched.join(' OR ')})` : '';
   const first = def.first_seen_in_range
     ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${p.add(tenant.id)} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
     : '';
   return `SELECT g.u FROM (SELECT COALESCE(l.identified_actor_id, e.actor_id) AS u FROM events e
             LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id
-           WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
+           WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}${only}
            GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${first}`;
 }
 

@@ -1,5 +1,5 @@
 import { validationError } from '../../errors.js';
-import { ACTOR, Params, rawEvents, type Filters } from '../filters.js';
+import { ACTOR, Params, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { localDate, zonedMidnight } from '../scope.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
@@ -73,6 +73,7 @@ export function localActorDays(f: Filters, sql: Params, first: Ymd, last: Ymd, c
   if (s.productId) w.push(`a.product_id = ${sql.p(s.productId)}`);
   if (s.accountId !== undefined) w.push(`a.account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.p(s.licenseId)}`);
+  w.push(segmentWhere(f, sql, 'a.actor_id'));
   if (UTC_ZONES.has(s.tz)) {
     w.push(`a.day >= ${sql.p(iso(first))}::date`, `a.day <= ${sql.p(iso(last))}::date`);
     return `SELECT ${columns} FROM (SELECT a.*, a.day AS lday FROM rm_actor_days a WHERE ${w.join(' AND ')}) a`;

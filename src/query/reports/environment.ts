@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { RESOLVED_ENV_CTE, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
-import { FilterProps, head, Params, resolveFilters, type Principal } from '../filters.js';
+import { FilterProps, head, Params, resolveFilters, segmentWhere, type Principal } from '../filters.js';
 import { ACTOR, rawEvents } from '../filters.js';
 import { localDate, zonedMidnight } from '../scope.js';
 import { actorDaysAnswer, localActorDays } from './actor-days.js';
@@ -38,6 +38,7 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   if (s.version !== undefined) sw.push(`r.product_version = ${sql.p(s.version)}`);
   if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.p(s.accountId)}`);
   if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.p(s.licenseId)}`);
+  sw.push(segmentWhere(f, sql, 'r.actor_id'));
   const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
     `WITH ad AS (${ad.sql}), ${RESOLVED_ENV_CTE(t)},
           a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad) x

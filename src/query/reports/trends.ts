@@ -62,7 +62,7 @@ const DAY_MS = 86_400_000;
  */
 async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, toNow: boolean): Promise<Row[] | undefined> {
   const s = f.scope;
-  if (f.category !== undefined || f.name !== undefined || s.version !== undefined || f.properties.length > 0) return undefined;
+  if (f.category !== undefined || f.name !== undefined || s.version !== undefined || f.properties.length > 0 || f.segment) return undefined;
   if (b && !b.account) return undefined;
   const perAccount = b?.account || s.accountId !== undefined || s.licenseId !== undefined;
   // Accounts and licenses are kept per UTC day, everything else per UTC hour: the bounds must fall on them.
