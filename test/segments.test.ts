@@ -116,12 +116,13 @@ describe('segments', () => {
     const seg = (await get(t.app, tenant.adminKey, `/v1/reports/trends?${q}&segment_id=${twice}`)).json();
     assert.deepEqual(seg.series[0].total, { events: 5, actors: 2 });
     // Active actors per day: Mar 2 s1, Mar 3 user-5 (its anonymous click), Mar 4 user-5; none on the other days.
-    // In UTC from the read model's actor days; in Berlin (12:00 UTC is the same local day) from raw events.
-    for (const tz of ['UTC', 'Europe/Berlin']) {
+    // In UTC and Berlin (a whole-hour zone) from the read model's actor days and active hours; in
+    // Kolkata (UTC+5:30, 12:00 UTC is 17:30 the same local day) from raw events.
+    for (const tz of ['UTC', 'Europe/Berlin', 'Asia/Kolkata']) {
       const res = await get(t.app, tenant.adminKey, `/v1/reports/active-actors?${q}&tz=${tz}&segment_id=${twice}`);
       assert.equal(res.statusCode, 200, res.body);
       const body = res.json();
-      assert.equal(body.source, tz === 'UTC' ? 'read_model' : 'events');
+      assert.equal(body.source, tz === 'Asia/Kolkata' ? 'events' : 'read_model', tz);
       const active = Object.fromEntries(
         body.data.filter((d: { active: number }) => d.active > 0).map((d: { date: string; active: number }) => [d.date, d.active]),
       );
