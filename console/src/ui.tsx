@@ -114,20 +114,27 @@ export const RANGES: [string, string][] = [
   ['90d', 'Last 90 days'],
 ];
 
+/** A table's header row: one column header per name. */
+export function Head({ cols }: { cols: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((h) => (
+          <th scope="col" key={h}>
+            {h}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
 export function Table({ caption, head, rows, id }: { caption: string; head: string[]; rows: ComponentChildren[][]; id?: string }) {
   return (
     <div class="table-wrap" tabIndex={0}>
       <table data-table={id}>
         <caption>{caption}</caption>
-        <thead>
-          <tr>
-            {head.map((h) => (
-              <th scope="col" key={h}>
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <Head cols={head} />
         <tbody>
           {rows.map((r, i) => (
             <tr key={i}>

@@ -1,21 +1,10 @@
 import type { Queryable } from './db.js';
+import { DERIVED_TABLES } from './read-model/tables.js';
 
 // Removing a deleted product's data in bounded chunks. Each chunk is its own statement, so a
 // crash loses at most the chunk in flight; the product stays `deleting` until nothing is left,
 // which makes the purge resumable by simply running again.
-const TABLES = [
-  'events',
-  'sessions',
-  'exceptions',
-  'actor_links',
-  'rm_event_hours',
-  'rm_usage_days',
-  'rm_feature_days',
-  'rm_actor_days',
-  'rm_actor_first',
-  'rm_actor_event_first',
-  'rm_sessions',
-] as const;
+const TABLES = ['events', 'sessions', 'exceptions', 'actor_links', ...DERIVED_TABLES] as const;
 
 export async function productsBeingDeleted(q: Queryable, limit: number): Promise<{ id: string; tenant_id: string }[]> {
   return q.query('SELECT id, tenant_id FROM products WHERE status = $1 ORDER BY updated_at LIMIT $2', ['deleting', limit]);

@@ -1,5 +1,6 @@
 import type { Queryable } from './db.js';
 import { foldReadModel } from './read-model/fold.js';
+import { DERIVED_TABLES } from './read-model/tables.js';
 
 // The rollup job's SQL. The fold range (which transaction ids a slice folds, exactly once);
 // foldNewRows: the slice's rows into the read model; refreshTenant: the tenant's account and
@@ -169,18 +170,7 @@ export async function touchRefreshed(q: Queryable, now: Date): Promise<void> {
  * with it off. Without VACUUM their dead rows are never reused (each compaction leaves a day's
  * old rows behind); without ANALYZE the planner guesses their sizes.
  */
-export const MAINTAINED_TABLES = [
-  'rm_event_hours',
-  'rm_usage_days',
-  'rm_feature_days',
-  'rm_actor_days',
-  'rm_actor_first',
-  'rm_actor_event_first',
-  'rm_sessions',
-  'rm_compaction_due',
-  'ru_accounts',
-  'ru_licenses',
-] as const;
+export const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_accounts', 'ru_licenses'] as const;
 
 /** VACUUM (ANALYZE) of one table; outside any transaction (VACUUM cannot run in one). */
 export async function vacuumTable(q: Queryable, table: (typeof MAINTAINED_TABLES)[number] | 'events'): Promise<void> {

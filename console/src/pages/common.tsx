@@ -1,6 +1,14 @@
 import type { Access } from '../session';
 import { Empty, Select } from '../ui';
 
+/** The ranges a report page offers (the API takes more: docs/reports.md). */
+export const RANGES: [string, string][] = [
+  ['7d', 'Last 7 days'],
+  ['30d', 'Last 30 days'],
+  ['90d', 'Last 90 days'],
+  ['month', 'This month'],
+];
+
 export interface PageProps {
   access: Access;
   params: URLSearchParams;

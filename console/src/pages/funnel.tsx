@@ -6,8 +6,8 @@ import { api } from '../api';
 import { LineChart } from '../chart';
 import { fmt, useQuery } from '../data';
 import { href, setParam, setParams } from '../route';
-import { Empty, Select, Show } from '../ui';
-import { ProductPicker, type PageProps } from './common';
+import { Empty, Head, Select, Show } from '../ui';
+import { ProductPicker, RANGES, type PageProps } from './common';
 
 interface Step {
   step: number;
@@ -29,12 +29,6 @@ export interface FunnelAnswer {
   breakdown: { value: string | null; steps: Step[] }[] | null;
 }
 
-const RANGE: [string, string][] = [
-  ['7d', 'Last 7 days'],
-  ['30d', 'Last 30 days'],
-  ['90d', 'Last 90 days'],
-  ['month', 'This month'],
-];
 // A funnel breaks down by a field of its first step (docs/behaviour.md).
 const BREAKDOWNS: [string, string][] = [
   ['', 'No breakdown'],
@@ -79,7 +73,7 @@ export function Funnels({ access, params }: PageProps) {
   return (
     <>
       <div class="filters">
-        <Select label="Range" name="range" value={body.range} options={RANGE} />
+        <Select label="Range" name="range" value={body.range} options={RANGES} />
         <ProductPicker access={access} value={params.get('product') ?? ''} all />
         <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />
         <Select
@@ -182,15 +176,7 @@ function StepTable({ f }: { f: FunnelAnswer }) {
     <div class="table-wrap" tabIndex={0}>
       <table data-table="funnel-steps">
         <caption>Funnel steps: who reached each step and who dropped before it (open either to see the actors)</caption>
-        <thead>
-          <tr>
-            {['Step', 'Event', 'Reached', 'From first', 'From previous', 'Dropped', 'Drop-off', 'Median time'].map((h) => (
-              <th scope="col" key={h}>
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <Head cols={['Step', 'Event', 'Reached', 'From first', 'From previous', 'Dropped', 'Drop-off', 'Median time']} />
         <tbody>
           {f.steps.map((s) => (
             <tr key={s.step}>

@@ -6,7 +6,7 @@ import { fmt, useQuery } from '../data';
 import { setParam } from '../route';
 import { Card, Empty, Select, Show, TextFilter } from '../ui';
 import type { PageDef } from './index';
-import { ProductPicker, type PageProps } from './common';
+import { ProductPicker, RANGES, type PageProps } from './common';
 import { Result, rowsOf, toCsv } from './result';
 import { Funnels } from './funnel';
 
@@ -30,12 +30,6 @@ interface Report {
   cards?: (answer: unknown) => [string, string][];
 }
 
-const RANGE: [string, string][] = [
-  ['7d', 'Last 7 days'],
-  ['30d', 'Last 30 days'],
-  ['90d', 'Last 90 days'],
-  ['month', 'This month'],
-];
 const BREAKDOWNS: [string, string][] = [
   ['', 'No breakdown'],
   ...['category', 'name', 'version', 'product', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b]),
@@ -174,7 +168,7 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
   return (
     <>
       <div class="filters">
-        {r.controls.includes('range') && <Select label="Range" name="range" value={params.get('range') ?? '30d'} options={RANGE} />}
+        {r.controls.includes('range') && <Select label="Range" name="range" value={params.get('range') ?? '30d'} options={RANGES} />}
         {!r.plain && <ProductPicker access={access} value={params.get('product') ?? ''} all />}
         {r.controls.includes('interval') && (
           <Select
