@@ -182,7 +182,10 @@ describe('console', { skip, timeout: 600_000 }, () => {
     await page.goto(`${base}/console/#/versions?product=app`);
     await page.waitForSelector('#strict-mode');
     assert.equal(await page.isChecked('#strict-mode'), false);
+    // The checkbox shows checked at once; what counts is the PATCH it sends, answered.
+    const patched = page.waitForResponse((r) => r.request().method() === 'PATCH' && /\/v1\/products\//.test(r.url()));
     await page.click('#strict-mode');
+    assert.equal((await patched).status(), 200);
     await page.waitForFunction(() => (document.querySelector('#strict-mode') as HTMLInputElement).checked);
     await page.waitForFunction(() => !document.querySelector('#strict-mode[disabled]'));
     assert.equal((await api<{ strict_versions_enabled: boolean }>(base, t.adminKey, '/v1/products/app')).strict_versions_enabled, true);

@@ -12,11 +12,7 @@ import type { Version } from './versions';
 
 interface TrendsAnswer {
   refreshed_at: string | null;
-  series: { total: { events: number; actors: number }; data: { date: string; events: number }[] }[];
-}
-interface ActiveAnswer {
-  refreshed_at: string | null;
-  rolling: { date: string; dau: number; wau: number; mau: number }[];
+  series: { total: { events: number; actors: number }; data: { date: string; events: number; actors: number }[] }[];
 }
 interface HealthRow {
   sessions: number;
@@ -33,13 +29,15 @@ const optional = <T,>(p: Promise<T>) => p.catch((e: unknown) => (e instanceof Ap
 export function Overview({ access }: PageProps) {
   const q = useQuery('overview', async () => {
     const day = new Date(Date.now() - 86_400_000).toISOString();
-    const [versions, groups, dead, active, health, accounts] = await Promise.all([
+    const [versions, groups, dead, trends, health, accounts] = await Promise.all([
       Promise.all(
         access.products.map((p) => api<Page<Version>>(`/v1/products/${encodeURIComponent(p.slug)}/versions`, { query: { limit: 500 } }).then((r) => r.data)),
       ),
       api<Page<Group>>('/v1/exceptions', { query: { limit: 5 } }),
       api<Page<DeadLetter>>('/v1/invalid-events', { query: { since: day, limit: 500 } }),
-      api<ActiveAnswer>('/v1/reports/active-actors', { query: { range: '30d' } }),
+      // Events, and the actors of the 30 local days ending today: today's rolling MAU (the same
+      // days as /v1/reports/active-actors counts for it), and today's DAU as the last day's.
+      api<TrendsAnswer>('/v1/reports/trends', { query: { range: '30d', interval: 'day' } }),
       api<{ data: HealthRow[] }>('/v1/sessions/release-health', { query: { range: '30d' } }),
       access.accounts === 'ok'
         ? optional(api<Page<{ account_id: string; events: number }> & { refreshed_at: string | null }>('/v1/accounts', { query: { limit: 5 } }))
@@ -51,28 +49,24 @@ export function Overview({ access }: PageProps) {
       versions: versions.flat(),
       groups: groups.data,
       dead,
-      active,
+      trends,
       crashFree: sessions ? { rate: 1 - crashed / sessions, sessions } : null,
       accounts,
     };
   });
-  // The event count reads raw events (trends): asked after the read-model answers above, so that
-  // on a large tenant the rest of the page is there while it counts (the embedded store answers
-  // one statement at a time).
-  const tq = useQuery(q.state === 'ok' ? 'overview-trends' : null, () => api<TrendsAnswer>('/v1/reports/trends', { query: { range: '30d', interval: 'day' } }));
   if (!access.read) return <ErrorState error={new ApiError(403, 'forbidden', 'this key has no read permission')} />;
   if (q.state === 'loading') return <Loading what="the overview" />;
   if (q.state === 'error') return <ErrorState error={q.error} retry={q.reload} />;
-  const { versions, groups, dead, active, crashFree, accounts } = q.data;
-  const trends = tq.state === 'ok' ? tq.data : null;
-  const events = trends ? trends.series.reduce((n, s) => n + s.total.events, 0) : null;
-  const today = active.rolling.at(-1);
-  const noEvents = !today?.mau && versions.length === 0 && groups.length === 0;
-  const perDay = trends?.series[0]?.data ?? [];
+  const { versions, groups, dead, trends, crashFree, accounts } = q.data;
+  const events = trends.series.reduce((n, s) => n + s.total.events, 0);
+  const perDay = trends.series[0]?.data ?? [];
+  const mau = trends.series[0]?.total.actors ?? 0;
+  const dau = perDay.at(-1)?.actors ?? 0;
+  const noEvents = !mau && versions.length === 0 && groups.length === 0;
   const acc = accounts instanceof ApiError ? null : accounts;
   const latest = [...versions].sort((a, b) => (b.last_seen ?? '').localeCompare(a.last_seen ?? ''))[0];
   return (
-    <div class="overview" data-ready="true" data-complete={tq.state === 'loading' ? undefined : 'true'}>
+    <div class="overview" data-ready="true" data-complete="true">
       <div class="cards">
         <Card id="products" label="Products" value={fmt.format(access.products.length)} />
         <Card
@@ -81,29 +75,8 @@ export function Overview({ access }: PageProps) {
           value={fmt.format(versions.length)}
           hint={latest ? `last seen: ${latest.product} ${latest.product_version}` : undefined}
         />
-        <Card
-          id="events-30d"
-          label="Events, 30 days"
-          value={
-            events !== null ? (
-              fmt.format(events)
-            ) : tq.state === 'loading' ? (
-              <span role="status" class="counting">
-                counting…
-              </span>
-            ) : (
-              '—'
-            )
-          }
-          hint={
-            trends
-              ? `${fmt.format(trends.series[0]?.total.actors ?? 0)} distinct actors sent them`
-              : tq.state === 'error'
-                ? `could not count: ${tq.error.detail}`
-                : 'counted from the raw events'
-          }
-        />
-        <Card id="mau" label="Active actors, 30 days" value={fmt.format(today?.mau ?? 0)} hint={`today: ${fmt.format(today?.dau ?? 0)}`} />
+        <Card id="events-30d" label="Events, 30 days" value={fmt.format(events)} />
+        <Card id="mau" label="Active actors, 30 days" value={fmt.format(mau)} hint={`today: ${fmt.format(dau)}`} />
         <Card
           id="crash-free"
           label="Crash-free sessions, 30 days"
@@ -115,8 +88,8 @@ export function Overview({ access }: PageProps) {
         <Card
           id="freshness"
           label="Data refreshed"
-          value={ago(active.refreshed_at)}
-          hint={`read model: ${when(active.refreshed_at)}; raw-event reports are live`}
+          value={ago(trends.refreshed_at)}
+          hint={`read model: ${when(trends.refreshed_at)}; raw-event reports are live`}
         />
       </div>
       {perDay.length > 0 && !!events && (
