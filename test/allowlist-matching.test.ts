@@ -79,7 +79,7 @@ describe('allowlist globs', () => {
     assert.equal(imp.statusCode, 400);
   });
 
-  it('a 1000-event batch against the worst list allowed keeps /healthz under 100 ms (real socket)', async () => {
+  it('a 1000-event batch against the worst list allowed keeps /healthz under 1 s (real socket)', async () => {
     const tenant = await tenantWithProduct(t.app);
     // The worst shape for a backtracking matcher: many wildcards, a literal that never closes.
     const worst = Array.from({ length: ALLOWLIST_LIMITS.wildcardRules }, (_, i) => ({
@@ -116,7 +116,10 @@ describe('allowlist globs', () => {
     sending = false;
     await poll;
     assert.ok(healthTimes.length > 0);
-    assert.ok(Math.max(...healthTimes) < 100, `slowest /healthz: ${Math.max(...healthTimes).toFixed(1)} ms`);
+    // The backtracking regular expressions this replaced stalled the loop for seconds per batch; a
+    // second is far below that and far above what a loaded 2-core CI machine adds (109 ms seen
+    // once, under a concurrent benchmark, against the earlier 100 ms bound).
+    assert.ok(Math.max(...healthTimes) < 1000, `slowest /healthz: ${Math.max(...healthTimes).toFixed(1)} ms`);
   });
 
   it('still accepts what the list allows, next to what it refuses', async () => {
