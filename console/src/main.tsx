@@ -24,7 +24,7 @@ function Shell({ access, signOut }: { access: Access; signOut: () => void }) {
           <div key={group}>
             <div class="nav-group">{group}</div>
             <ul>
-              {PAGES.filter((p) => p.group === group).map((p) => (
+              {PAGES.filter((p) => p.group === group && !p.hiddenFor?.(access)).map((p) => (
                 <li key={p.id}>
                   <a href={href(p.id)} aria-current={p.id === current.id ? 'page' : undefined}>
                     {p.title}

@@ -221,8 +221,14 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.equal(await ro.page.isDisabled('#strict-mode'), true);
     assert.equal(await ro.page.$('#reg-version'), null);
     assert.equal(await ro.page.$('text=Archive 1.0.0'), null);
+    // Without view_accounts: no Accounts or Licenses in the navigation, and the page, reached by its
+    // address, says which permission it needs.
+    assert.equal(await ro.page.$('nav a[href="#/accounts"]'), null);
+    assert.equal(await ro.page.$('nav a[href="#/licenses"]'), null);
+    assert.ok(await ro.page.$('nav a[href="#/versions"]'), 'the navigation is there');
     await ro.page.goto(`${base}/console/#/accounts`);
-    await ro.page.waitForSelector('text=may not see this');
+    await ro.page.waitForSelector('text=This key may not see accounts and licenses');
+    assert.match((await ro.page.textContent('main'))!, /view_accounts/);
     await shot(ro.page, 'read-only-key');
     await api(base, t.adminKey, '/v1/products/app', 'PATCH', { strict_versions_enabled: false });
     assert.deepEqual([...errors, ...ro.errors], []);

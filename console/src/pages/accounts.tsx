@@ -2,7 +2,7 @@ import { api, type Page } from '../api';
 import { fmt, useQuery, when } from '../data';
 import { Empty, ErrorState, Show, Table } from '../ui';
 import { ApiError } from '../api';
-import type { PageProps } from './common';
+import { NoPermission, type PageProps } from './common';
 
 interface Row {
   events: number;
@@ -17,8 +17,8 @@ type Rollup<T> = Page<T> & { refreshed_at: string | null; window_days: number };
 
 function Gate({ access, children }: PageProps & { children: preact.ComponentChildren }) {
   if (access.accounts === 'plan') return <ErrorState error={new ApiError(402, 'plan_limit_reached', access.accountsDetail)} />;
-  if (access.accounts !== 'ok')
-    return <ErrorState error={new ApiError(403, 'forbidden', access.accountsDetail || 'this key has no view_accounts permission')} />;
+  if (access.accounts === 'forbidden') return <NoPermission what="accounts and licenses" permission="view_accounts" />;
+  if (access.accounts !== 'ok') return <ErrorState error={new ApiError(403, 'account_context_disabled', access.accountsDetail)} />;
   return <>{children}</>;
 }
 

@@ -46,12 +46,12 @@ export function Allowlists({ access, params }: PageProps) {
             ) : (
               <Table
                 caption={`Rules of ${slug}`}
-                head={['Category', 'Name', '']}
+                head={['Category', 'Name', access.manage ? 'Action' : '']}
                 rows={list.rules.map((r, i) => [
                   r.category,
                   r.name,
                   access.manage ? (
-                    <button type="button" onClick={() => put({ rules: list.rules.filter((_, j) => j !== i) })}>
+                    <button type="button" class="quiet" onClick={() => put({ rules: list.rules.filter((_, j) => j !== i) })}>
                       Remove {r.category}/{r.name}
                     </button>
                   ) : (

@@ -1,5 +1,6 @@
 import type { FunctionComponent } from 'preact';
 import type { PageProps } from './common';
+import type { Access } from '../session';
 import { Overview } from './overview';
 import { Exceptions } from './exceptions';
 import { Versions } from './versions';
@@ -14,7 +15,11 @@ export interface PageDef {
   title: string;
   group: 'Monitor' | 'Analyse' | 'Manage';
   view: FunctionComponent<PageProps>;
+  /** Left out of the navigation for a key that may not use it (the page itself still says why). */
+  hiddenFor?: (access: Access) => boolean;
 }
+
+const noAccountViews = (a: Access) => a.accounts === 'forbidden';
 
 export const PAGES: PageDef[] = [
   { id: 'overview', title: 'Overview', group: 'Monitor', view: Overview },
@@ -22,8 +27,8 @@ export const PAGES: PageDef[] = [
   { id: 'dead-letters', title: 'Dead letters', group: 'Monitor', view: DeadLetters },
   ...REPORTS,
   { id: 'versions', title: 'Versions', group: 'Manage', view: Versions },
-  { id: 'accounts', title: 'Accounts', group: 'Manage', view: Accounts },
-  { id: 'licenses', title: 'Licenses', group: 'Manage', view: Licenses },
+  { id: 'accounts', title: 'Accounts', group: 'Manage', view: Accounts, hiddenFor: noAccountViews },
+  { id: 'licenses', title: 'Licenses', group: 'Manage', view: Licenses, hiddenFor: noAccountViews },
   { id: 'allowlists', title: 'Allowlists', group: 'Manage', view: Allowlists },
   { id: 'usage', title: 'Usage and plan', group: 'Manage', view: UsagePage },
 ];

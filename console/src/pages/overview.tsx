@@ -89,7 +89,11 @@ export function Overview({ access }: PageProps) {
           id="freshness"
           label="Data refreshed"
           value={ago(trends.refreshed_at)}
-          hint={`read model: ${when(trends.refreshed_at)}; raw-event reports are live`}
+          hint={
+            trends.refreshed_at
+              ? `read model: ${when(trends.refreshed_at)}; raw-event reports are live`
+              : 'the read model is refreshed about a minute after the first events arrive'
+          }
         />
       </div>
       {perDay.length > 0 && !!events && (
