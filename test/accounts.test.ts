@@ -185,6 +185,50 @@ describe('accounts and licenses', () => {
     );
   });
 
+  it("one account's or license's lists are built into its snapshot at refresh, equal to the read model's, and rebuilt by the next refresh", async () => {
+    const tenant = await fixture();
+    const paths = ['/v1/accounts/acme', '/v1/accounts/acme/licenses', '/v1/accounts/acme/versions', '/v1/licenses/L1', '/v1/licenses/L2'];
+    const answers = async () => Promise.all(paths.map(async (p) => (await get(t.app, tenant.adminKey, p)).json()));
+    const built = await answers();
+    const missing = async () =>
+      (
+        await t.db.query<{ n: number }>(
+          'SELECT (SELECT count(*) FROM ru_accounts WHERE tenant_id = $1 AND detail IS NULL) + (SELECT count(*) FROM ru_licenses WHERE tenant_id = $1 AND detail IS NULL) AS n',
+          [tenant.id],
+        )
+      )[0]!.n;
+    assert.equal(Number(await missing()), 0, 'every snapshot row has its lists');
+    // Without the built lists (a snapshot refreshed before migration 090) they are computed live
+    // from the read model: the same answers, first and last seen included.
+    for (const table of ['ru_accounts', 'ru_licenses']) await t.db.query(`UPDATE ${table} SET detail = NULL WHERE tenant_id = $1`, [tenant.id]);
+    assert.deepEqual(await answers(), built);
+    // Lists are as of the refresh, like the counts beside them: a new version shows after the next.
+    const res = await postEvents(t.app, tenant.ingestKey, [
+      event({ actor_id: 'a5', account_id: 'acme', license_id: 'L2', product_version: '3.0', timestamp: ago(60_000) }),
+    ]);
+    assert.equal(res.statusCode, 200);
+    const versions = async () =>
+      (await get(t.app, tenant.adminKey, '/v1/accounts/acme'))
+        .json()
+        .versions.map((v: { source_version: string; events: number }) => [v.source_version, v.events]);
+    assert.deepEqual(await versions(), [
+      ['1.0', 3],
+      ['2.0', 3],
+    ]);
+    await refresh();
+    assert.equal(Number(await missing()), 0, 'the refresh rebuilt the lists');
+    assert.deepEqual(await versions(), [
+      ['1.0', 3],
+      ['2.0', 3],
+      ['3.0', 1],
+    ]);
+    const l2 = (await get(t.app, tenant.adminKey, '/v1/licenses/L2')).json();
+    assert.deepEqual(
+      [l2.active_actors, l2.accounts[0].active_actors, l2.recent_activity.reduce((n: number, d: { events: number }) => n + d.events, 0)],
+      [2, 2, 2],
+    );
+  });
+
   it('reports coverage, missing sources and cardinality warnings', async () => {
     const tenant = await fixture();
     const c = (await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json();

@@ -3,7 +3,6 @@ import { traitsOf } from '../storage/identity.js';
 import type { Db } from '../storage/db.js';
 import {
   actorsOf,
-  activeActors,
   counterpartsOf,
   dailyActivity,
   featuresOf,
@@ -12,6 +11,7 @@ import {
   productsOf,
   rollupInfo,
   versionsOf,
+  type Detail,
   type Snapshot,
 } from '../storage/accounts.js';
 import { coverage } from '../storage/coverage.js';
@@ -22,6 +22,7 @@ import { cursorKey, pageOf } from './page.js';
 // the per-tenant snapshots; one account or license from the read model within the window.
 
 type Kind = 'account_id' | 'license_id';
+type Scope = { tenantId: string; kind: Kind; id: string; windowStart: string };
 export interface PageParams {
   limit?: number | undefined;
   cursor?: string | undefined;
@@ -40,6 +41,22 @@ async function scoped(db: Db, tenantId: string, kind: Kind, id: string) {
   const snapshot = await getSnapshot(db, tenantId, kind, id);
   if (!snapshot) throw notFound(kind === 'account_id' ? 'account_not_found' : 'license_not_found', kind === 'account_id' ? 'account' : 'license');
   return { f, snapshot, scope: { tenantId, kind, id, windowStart: windowOf(f) } };
+}
+
+/**
+ * One account's or license's lists: from its snapshot row when the last refresh built them
+ * (rollups.ts, refreshDetail: as of refreshed_at, like the counts beside them), else live from the
+ * read model (a snapshot refreshed before migration 090, until the job's next run).
+ */
+async function detailOf(db: Db, scope: Scope, snapshot: Snapshot & { detail: Detail | null }): Promise<Detail> {
+  if (snapshot.detail) return snapshot.detail;
+  const [products, versions, counterparts, days] = [
+    await productsOf(db, scope),
+    await versionsOf(db, scope),
+    await counterpartsOf(db, scope),
+    scope.kind === 'license_id' ? await dailyActivity(db, scope) : null,
+  ];
+  return { products, versions, counterparts, days };
 }
 
 function countsOf<K extends 'accounts' | 'licenses'>(s: Snapshot, other: K) {
@@ -68,15 +85,16 @@ export async function accountCoverage(db: Db, tenantId: string) {
 
 export async function accountOverview(db: Db, tenantId: string, accountId: string) {
   const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  const detail = await detailOf(db, scope, snapshot);
   return {
     account_id: accountId,
     ...f,
     counts: countsOf(snapshot, 'licenses'),
     first_seen: snapshot.first_seen,
     last_seen: snapshot.last_seen,
-    products: await productsOf(db, scope),
-    versions: await versionsOf(db, scope),
-    licenses: (await counterpartsOf(db, scope)).map(({ id, ...r }) => ({ license_id: id, ...r })),
+    products: detail.products,
+    versions: detail.versions,
+    licenses: detail.counterparts.map(({ id, ...r }) => ({ license_id: id, ...r })),
     recent_exceptions: (await exceptionGroupsQuery(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
   };
 }
@@ -100,13 +118,13 @@ export async function accountActors(db: Db, tenantId: string, accountId: string,
 }
 
 export async function accountLicenses(db: Db, tenantId: string, accountId: string) {
-  const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
-  return { data: (await counterpartsOf(db, scope)).map(({ id, ...r }) => ({ license_id: id, ...r })), ...f };
+  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  return { data: (await detailOf(db, scope, snapshot)).counterparts.map(({ id, ...r }) => ({ license_id: id, ...r })), ...f };
 }
 
 export async function accountVersions(db: Db, tenantId: string, accountId: string) {
-  const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
-  return { data: await versionsOf(db, scope), ...f };
+  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  return { data: (await detailOf(db, scope, snapshot)).versions, ...f };
 }
 
 export async function accountExceptions(db: Db, tenantId: string, accountId: string, query: Parameters<typeof exceptionGroupsQuery>[2]) {
@@ -116,16 +134,17 @@ export async function accountExceptions(db: Db, tenantId: string, accountId: str
 
 export async function licenseDetail(db: Db, tenantId: string, licenseId: string) {
   const { f, snapshot, scope } = await scoped(db, tenantId, 'license_id', licenseId);
+  const detail = await detailOf(db, scope, snapshot);
   return {
     license_id: licenseId,
     ...f,
     counts: countsOf(snapshot, 'accounts'),
     first_seen: snapshot.first_seen,
     last_seen: snapshot.last_seen,
-    accounts: (await counterpartsOf(db, scope)).map(({ id, ...r }) => ({ account_id: id, ...r })),
-    products: await productsOf(db, scope),
-    versions: await versionsOf(db, scope),
-    active_actors: await activeActors(db, scope),
-    recent_activity: await dailyActivity(db, scope),
+    accounts: detail.counterparts.map(({ id, ...r }) => ({ account_id: id, ...r })),
+    products: detail.products,
+    versions: detail.versions,
+    active_actors: snapshot.active_actors,
+    recent_activity: detail.days ?? [],
   };
 }

@@ -32,6 +32,14 @@ export interface Snapshot {
   last_seen: string | null;
 }
 
+/** Lists built into one account's or license's snapshot row at refresh time (rollups.ts, refreshDetail). */
+export interface Detail {
+  products: Awaited<ReturnType<typeof productsOf>>;
+  versions: Awaited<ReturnType<typeof versionsOf>>;
+  counterparts: Awaited<ReturnType<typeof counterpartsOf>>;
+  days: Awaited<ReturnType<typeof dailyActivity>> | null;
+}
+
 function snapshotRow(r: Record<string, unknown>, kind: 'account_id' | 'license_id'): Snapshot {
   return {
     id: r[kind] as string,
@@ -55,7 +63,7 @@ export async function listSnapshot(
   limit: number,
 ): Promise<Snapshot[]> {
   const table = kind === 'account_id' ? 'ru_accounts' : 'ru_licenses';
-  const rows = await q.query(`SELECT * FROM ${table} WHERE tenant_id = $1 AND ($2::text IS NULL OR ${kind} > $2) ORDER BY ${kind} LIMIT $3`, [
+  const rows = await q.query(`SELECT ${columns(kind)} FROM ${table} WHERE tenant_id = $1 AND ($2::text IS NULL OR ${kind} > $2) ORDER BY ${kind} LIMIT $3`, [
     tenantId,
     after ?? null,
     limit,
@@ -63,10 +71,30 @@ export async function listSnapshot(
   return rows.map((r) => snapshotRow(r, kind));
 }
 
-export async function getSnapshot(q: Queryable, tenantId: string, kind: 'account_id' | 'license_id', id: string): Promise<Snapshot | undefined> {
+/** One account's or license's snapshot, with its detail lists (null until the tenant's first refresh after migration 090). */
+export async function getSnapshot(
+  q: Queryable,
+  tenantId: string,
+  kind: 'account_id' | 'license_id',
+  id: string,
+): Promise<(Snapshot & { detail: Detail | null }) | undefined> {
   const table = kind === 'account_id' ? 'ru_accounts' : 'ru_licenses';
-  const [r] = await q.query(`SELECT * FROM ${table} WHERE tenant_id = $1 AND ${kind} = $2`, [tenantId, id]);
-  return r ? snapshotRow(r, kind) : undefined;
+  const [r] = await q.query(`SELECT ${columns(kind)}, detail FROM ${table} WHERE tenant_id = $1 AND ${kind} = $2`, [tenantId, id]);
+  return r ? { ...snapshotRow(r, kind), detail: detailOf(r.detail) } : undefined;
+}
+
+/** A snapshot's columns but its detail (lists read many rows and need none). */
+const columns = (kind: 'account_id' | 'license_id') =>
+  `${kind}, ${kind === 'account_id' ? 'licenses' : 'accounts'}, events, sessions, exceptions, active_actors, products, first_seen, last_seen`;
+
+// jsonb's timestamps carry the session's offset; the API's are ISO UTC like every other.
+function detailOf(d: unknown): Detail | null {
+  if (!d) return null;
+  const j = (typeof d === 'string' ? JSON.parse(d) : d) as Detail;
+  return {
+    ...j,
+    counterparts: j.counterparts.map((c) => ({ ...c, first_seen: iso(c.first_seen), last_seen: iso(c.last_seen) })),
+  };
 }
 
 type Scope = { tenantId: string; kind: 'account_id' | 'license_id'; id: string; windowStart: string };
@@ -150,11 +178,6 @@ export async function actorsOf(q: Queryable, s: Scope, after: string | undefined
     [...args(s), after ?? null, limit],
   );
   return rows.map((r) => ({ actor_id: r.actor_id as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
-}
-
-export async function activeActors(q: Queryable, s: Scope): Promise<number> {
-  const [r] = await q.query(`SELECT count(DISTINCT actor_id) AS n FROM rm_actor_days WHERE ${where(s)} AND ${s.kind} <> '' AND events > 0`, args(s));
-  return num(r?.n);
 }
 
 export async function dailyActivity(q: Queryable, s: Scope) {

@@ -149,12 +149,57 @@ export async function refreshTenant(q: Queryable, tenantId: string, windowStart:
         WHERE u.events <> 0 OR u.sessions <> 0 OR u.exceptions <> 0`,
       [tenantId, windowStart],
     );
+    await refreshDetail(q, table, key, other, tenantId, windowStart);
   }
   await q.query('DELETE FROM rollup_dirty WHERE tenant_id = $1', [tenantId]);
   await q.query(
     `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start) VALUES ($1, $2, $3::date)
      ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start`,
     [tenantId, now, windowStart],
+  );
+}
+
+type Kind = 'account_id' | 'license_id';
+
+/**
+ * Each snapshot row's detail (migration 090): the lists one account's or license's view shows,
+ * in the order it shows them (storage/accounts.ts reads them; its live queries say what each
+ * list is). The window's usage rows are grouped once (u), each list is grouped from u by key, and
+ * the distinct actors per (account, license) pair come from the actor days: one pass each, no
+ * per-key subquery.
+ */
+async function refreshDetail(q: Queryable, table: 'ru_accounts' | 'ru_licenses', key: Kind, other: Kind, tenantId: string, windowStart: string) {
+  const license = key === 'license_id';
+  await q.query(
+    `WITH u AS MATERIALIZED (
+       SELECT ${key} AS k, ${other} AS o, product_id, product_version AS v, day, sum(events) AS events, sum(sessions) AS sessions,
+              sum(exceptions) AS exceptions, min(first_seen) FILTER (WHERE events > 0) AS fs, max(last_seen) FILTER (WHERE events > 0) AS ls
+         FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY 1, 2, 3, 4, 5),
+     pairs AS (SELECT k, o, count(*) AS actors
+                 FROM (SELECT DISTINCT ${key} AS k, ${other} AS o, actor_id FROM rm_actor_days
+                        WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' AND ${other} <> '' AND events > 0) x GROUP BY 1, 2),
+     prod AS (SELECT x.k, jsonb_agg(jsonb_build_object('product', p.slug, 'product_id', x.product_id, 'events', x.events, 'sessions', x.sessions)
+                                    ORDER BY x.events DESC, p.slug) AS j
+                FROM (SELECT k, product_id, sum(events) AS events, sum(sessions) AS sessions FROM u GROUP BY 1, 2 HAVING sum(events) > 0) x
+                JOIN products p ON p.id = x.product_id GROUP BY x.k),
+     ver AS (SELECT x.k, jsonb_agg(jsonb_build_object('source_app', p.slug, 'source_version', x.v, 'events', x.events, 'sessions', x.sessions)
+                                   ORDER BY x.events DESC, p.slug, x.v) AS j
+               FROM (SELECT k, product_id, v, sum(events) AS events, sum(sessions) AS sessions FROM u GROUP BY 1, 2, 3 HAVING sum(events) > 0) x
+               JOIN products p ON p.id = x.product_id GROUP BY x.k),
+     cp AS (SELECT e.k, jsonb_agg(jsonb_build_object('id', e.o, 'events', e.events, 'active_actors', coalesce(a.actors, 0), 'first_seen', e.fs, 'last_seen', e.ls)
+                                  ORDER BY e.events DESC, e.o) AS j
+              FROM (SELECT k, o, sum(events) AS events, min(fs) AS fs, max(ls) AS ls FROM u WHERE o <> '' GROUP BY 1, 2 HAVING sum(events) > 0) e
+              LEFT JOIN pairs a ON a.k = e.k AND a.o = e.o GROUP BY e.k),
+     dy AS (SELECT k, jsonb_agg(jsonb_build_object('day', day::text, 'events', events, 'sessions', sessions, 'exceptions', exceptions) ORDER BY day DESC) AS j
+              FROM (SELECT k, day, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions FROM u WHERE $3 GROUP BY 1, 2
+                     HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0) x GROUP BY k),
+     ks AS (SELECT DISTINCT k FROM u)
+     UPDATE ${table} r
+        SET detail = jsonb_build_object('products', coalesce(prod.j, '[]'), 'versions', coalesce(ver.j, '[]'), 'counterparts', coalesce(cp.j, '[]'),
+                                        'days', CASE WHEN $3 THEN coalesce(dy.j, '[]') END)
+       FROM ks LEFT JOIN prod ON prod.k = ks.k LEFT JOIN ver ON ver.k = ks.k LEFT JOIN cp ON cp.k = ks.k LEFT JOIN dy ON dy.k = ks.k
+      WHERE r.tenant_id = $1 AND r.${key} = ks.k`,
+    [tenantId, windowStart, license],
   );
 }
 
