@@ -314,7 +314,7 @@ describe('accounts and licenses', () => {
     const batch = (n: number) => Array.from({ length: n }, (_, i) => event({ actor_id: `s${i % 3}`, account_id: 'sliced', timestamp: ago(3_600_000) }));
     await refresh(); // what earlier tests left, folded first
     // Slices one transaction id wide (a budget of 0 ms never lets them widen): each batch is a slice of its own.
-    const jobs = startJobs(t.db, [rollupJob(60, 0, 1)], silent);
+    const jobs = startJobs(t.db, [rollupJob(60, { sliceMs: 0, initialWidth: 1 })], silent);
     for (const n of [3, 4, 5]) assert.equal((await postEvents(t.app, tenant.ingestKey, batch(n))).statusCode, 200);
     assert.equal(await jobs.runOnce('rollups'), true);
     const first = (await get(t.app, tenant.adminKey, '/v1/accounts/sliced')).json();

@@ -20,7 +20,7 @@ const at = (ms: number) => new Date(base + ms).toISOString();
 const dayOf = (ms: number) => new Date(base + ms).toISOString().slice(0, 10);
 
 async function runJob(sliceMs = 10_000, width = 256): Promise<void> {
-  const jobs = startJobs(t.db, [rollupJob(60, sliceMs, width, 0, 0)], silent);
+  const jobs = startJobs(t.db, [rollupJob(60, { sliceMs, initialWidth: width, vacuumEveryMs: 0 })], silent);
   try {
     for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
   } finally {

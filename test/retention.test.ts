@@ -74,7 +74,7 @@ describe('retention', () => {
     await seed(tenant.ingestKey);
     // The rollup job folds the events once: "any event" retention in UTC weeks reads the read
     // model's actor days (docs/behaviour.md); with a start or return event it reads raw events.
-    const jobs = startJobs(t.db, [rollupJob(60, 10_000, 256)], { warn() {}, info() {}, error() {} } as never);
+    const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
     try {
       for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
     } finally {

@@ -11,7 +11,7 @@ after(async () => t.close());
 
 const silent = { warn() {}, info() {}, error() {} } as never;
 async function runRollups(): Promise<void> {
-  const jobs = startJobs(t.db, [rollupJob(60, 10_000, 256)], silent);
+  const jobs = startJobs(t.db, [rollupJob(60)], silent);
   try {
     for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
   } finally {

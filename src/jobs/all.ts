@@ -16,7 +16,7 @@ export function backgroundJobs(config: Config, plans: Plans): Job[] {
     // The embedded store's one connection is shared with requests: short slices of about 100 ms (docs/embedded-store.md),
     // starting narrow (a slice is one statement there, and a request waits for the whole of it), widening
     // from the time each takes. Each transaction id there is one batch of up to 1000 events.
-    config.databaseUrl ? rollupJob(config.rollupIntervalSeconds, 10_000) : rollupJob(config.rollupIntervalSeconds, 100, 4, 8),
+    config.databaseUrl ? rollupJob(config.rollupIntervalSeconds) : rollupJob(config.rollupIntervalSeconds, { sliceMs: 100, initialWidth: 4, compactEvery: 8 }),
     actorErasureJob(),
     eventRetentionJob(config.eventRetentionDays, plans),
   ];

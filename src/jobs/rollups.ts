@@ -56,7 +56,19 @@ function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T>
  * a compaction as for a slice (on PostgreSQL a day's compaction rewrites the whole day, too much
  * to repeat during a backlog).
  */
-export function rollupJob(intervalSeconds: number, sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS): Job {
+export interface RollupOptions {
+  /** What a slice aims at (default 10 s: PostgreSQL; the embedded store uses 100 ms). */
+  sliceMs?: number;
+  /** The first slice's width in transaction ids (default 256). */
+  initialWidth?: number;
+  /** Compact every so many slices of a run (default 0: only at its end). */
+  compactEvery?: number;
+  /** How often a run ends with VACUUM (ANALYZE) (default VACUUM_EVERY_MS; 0: every run). */
+  vacuumEveryMs?: number;
+}
+
+export function rollupJob(intervalSeconds: number, options: RollupOptions = {}): Job {
+  const { sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS } = options;
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
   let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
   let timedWidth = 0; // the widest slice whose events were counted or timed
