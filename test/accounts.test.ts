@@ -2,7 +2,7 @@
 // (startJobs(...).runOnce) instead of on its timer; the fixture's numbers are computed by hand.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
+import { rollupJob, type RollupOptions } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { ADMIN_TOKEN, createProduct, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
@@ -13,13 +13,13 @@ after(async () => t.close());
 const DAY = 86_400_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 const silent = { warn() {}, info() {}, error() {} } as never;
-async function refresh() {
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
+async function refresh(options: RollupOptions = {}) {
+  const jobs = startJobs(t.db, [rollupJob(60, options)], silent);
   assert.equal(await jobs.runOnce('rollups'), true);
   await jobs.stop();
 }
 
-async function fixture() {
+async function fixture(options: RollupOptions = {}) {
   const tenant = await tenantWithProduct(t.app, 'business');
   const e = (actor: string, extra: Record<string, unknown>) => event({ actor_id: actor, timestamp: ago(3_600_000), ...extra });
   const res = await postEvents(t.app, tenant.ingestKey, [
@@ -65,7 +65,7 @@ async function fixture() {
     });
     assert.equal(r.statusCode, 200, r.body);
   }
-  await refresh();
+  await refresh(options);
   return tenant;
 }
 
@@ -186,46 +186,64 @@ describe('accounts and licenses', () => {
   });
 
   it("one account's or license's lists are built into its snapshot at refresh, equal to the read model's, and rebuilt by the next refresh", async () => {
-    const tenant = await fixture();
+    // Lists are built from DETAIL_MIN_ROWS usage rows on; this fixture's accounts have a few, so
+    // the threshold is 0 here, and the default below.
+    const tenant = await fixture({ detailMinRows: 0 });
     const paths = ['/v1/accounts/acme', '/v1/accounts/acme/licenses', '/v1/accounts/acme/versions', '/v1/licenses/L1', '/v1/licenses/L2'];
     const answers = async () => Promise.all(paths.map(async (p) => (await get(t.app, tenant.adminKey, p)).json()));
     const built = await answers();
     const missing = async () =>
-      (
-        await t.db.query<{ n: number }>(
-          'SELECT (SELECT count(*) FROM ru_accounts WHERE tenant_id = $1 AND detail IS NULL) + (SELECT count(*) FROM ru_licenses WHERE tenant_id = $1 AND detail IS NULL) AS n',
-          [tenant.id],
-        )
-      )[0]!.n;
-    assert.equal(Number(await missing()), 0, 'every snapshot row has its lists');
-    // Without the built lists (a snapshot refreshed before migration 090) they are computed live
-    // from the read model: the same answers, first and last seen included.
+      Number(
+        (
+          await t.db.query<{ n: number }>(
+            'SELECT (SELECT count(*) FROM ru_accounts WHERE tenant_id = $1 AND detail IS NULL) + (SELECT count(*) FROM ru_licenses WHERE tenant_id = $1 AND detail IS NULL) AS n',
+            [tenant.id],
+          )
+        )[0]!.n,
+      );
+    assert.equal(await missing(), 0, 'every snapshot row has its lists');
+    // Without the built lists (a small account, or a snapshot refreshed before migration 090) they
+    // are grouped live from the read model: the same answers, first and last seen included.
     for (const table of ['ru_accounts', 'ru_licenses']) await t.db.query(`UPDATE ${table} SET detail = NULL WHERE tenant_id = $1`, [tenant.id]);
     assert.deepEqual(await answers(), built);
-    // Lists are as of the refresh, like the counts beside them: a new version shows after the next.
-    const res = await postEvents(t.app, tenant.ingestKey, [
-      event({ actor_id: 'a5', account_id: 'acme', license_id: 'L2', product_version: '3.0', timestamp: ago(60_000) }),
-    ]);
-    assert.equal(res.statusCode, 200);
+
     const versions = async () =>
       (await get(t.app, tenant.adminKey, '/v1/accounts/acme'))
         .json()
         .versions.map((v: { source_version: string; events: number }) => [v.source_version, v.events]);
-    assert.deepEqual(await versions(), [
-      ['1.0', 3],
-      ['2.0', 3],
-    ]);
+    const send = async (version: string) =>
+      assert.equal(
+        (
+          await postEvents(t.app, tenant.ingestKey, [
+            event({ actor_id: 'a5', account_id: 'acme', license_id: 'L2', product_version: version, timestamp: ago(60_000) }),
+          ])
+        ).statusCode,
+        200,
+      );
+    // The default threshold: nothing built, every list live.
+    await send('3.0');
     await refresh();
-    assert.equal(Number(await missing()), 0, 'the refresh rebuilt the lists');
+    assert.equal(await missing(), 5, 'none of 2 accounts and 3 licenses built');
     assert.deepEqual(await versions(), [
       ['1.0', 3],
       ['2.0', 3],
       ['3.0', 1],
     ]);
+    // Built lists are as of the refresh, like the counts beside them.
+    await send('4.0');
+    await refresh({ detailMinRows: 0 });
+    assert.equal(await missing(), 0, 'the refresh rebuilt the lists');
+    await send('5.0');
+    assert.deepEqual(await versions(), [
+      ['1.0', 3],
+      ['2.0', 3],
+      ['3.0', 1],
+      ['4.0', 1],
+    ]);
     const l2 = (await get(t.app, tenant.adminKey, '/v1/licenses/L2')).json();
     assert.deepEqual(
       [l2.active_actors, l2.accounts[0].active_actors, l2.recent_activity.reduce((n: number, d: { events: number }) => n + d.events, 0)],
-      [2, 2, 2],
+      [2, 2, 3],
     );
   });
 

@@ -65,10 +65,12 @@ export interface RollupOptions {
   compactEvery?: number;
   /** How often a run ends with VACUUM (ANALYZE) (default VACUUM_EVERY_MS; 0: every run). */
   vacuumEveryMs?: number;
+  /** From how many usage rows in the window an account's or license's lists are built into its snapshot (default DETAIL_MIN_ROWS). */
+  detailMinRows?: number;
 }
 
 export function rollupJob(intervalSeconds: number, options: RollupOptions = {}): Job {
-  const { sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS } = options;
+  const { sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS, detailMinRows } = options;
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
   let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
   let timedWidth = 0; // the widest slice whose events were counted or timed
@@ -113,12 +115,12 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
         } else if (more) width = Math.min(width * Math.min(2, sliceMs / Math.max(took, 1)), 1 << 30);
         if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now);
         if (more && performance.now() - refreshedAt > intervalMs) {
-          for (const tenantId of await dirtyTenants(s)) await step(s, (q) => refreshTenant(q, tenantId, start, now));
+          for (const tenantId of await dirtyTenants(s)) await step(s, (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
           refreshedAt = performance.now();
         }
       }
       const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
-      for (const tenantId of due) await step(s, (q) => refreshTenant(q, tenantId, start, now));
+      for (const tenantId of due) await step(s, (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
       await step(s, (q) => touchRefreshed(q, now));
       await compact(s, now);
       // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves

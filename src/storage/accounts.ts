@@ -134,12 +134,16 @@ export async function versionsOf(q: Queryable, s: Scope) {
   }));
 }
 
-/** The other side of the pair: licenses of an account, accounts of a license. */
+/**
+ * The other side of the pair: licenses of an account, accounts of a license, with events. Their
+ * first and last seen are the pair's records (events, sessions, exceptions), as an account's own
+ * are: compaction merges a day's rows, so "of events only" would change when it ran.
+ */
 export async function counterpartsOf(q: Queryable, s: Scope) {
   const other = s.kind === 'account_id' ? 'license_id' : 'account_id';
   const rows = await q.query(
     `SELECT e.k, e.events, coalesce(a.actors, 0) AS actors, e.first_seen, e.last_seen
-       FROM (SELECT ${other} AS k, sum(events) AS events, min(first_seen) FILTER (WHERE events > 0) AS first_seen, max(last_seen) FILTER (WHERE events > 0) AS last_seen
+       FROM (SELECT ${other} AS k, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
                FROM rm_usage_days WHERE ${where(s)} AND ${other} <> '' GROUP BY 1 HAVING sum(events) > 0) e
        LEFT JOIN (SELECT ${other} AS k, count(DISTINCT actor_id) AS actors FROM rm_actor_days
                    WHERE ${where(s)} AND ${s.kind} <> '' AND ${other} <> '' AND events > 0 GROUP BY 1) a ON a.k = e.k
