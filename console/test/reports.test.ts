@@ -84,7 +84,11 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
       tr.series[0]!.data.map((d) => [d.date, n(d.events), n(d.actors)]),
     );
     assert.equal(await card(page, 'events'), n(tr.series[0]!.total.events));
-    assert.ok(tr.series[0]!.total.events >= SEEDED_EVENTS, 'the seeded events are in the last 7 days');
+    // The seed goes back up to 6 days and 4 hours: all of it is in 8 local days (7 from today's
+    // midnight back would miss the oldest between 00:00 and 04:00 UTC).
+    const wide = await get<{ series: { total: { events: number } }[] }>('/v1/reports/trends?range=8d&interval=day');
+    assert.ok(wide.series[0]!.total.events >= SEEDED_EVENTS, 'the seeded events are in the last 8 days');
+    assert.ok(tr.series[0]!.total.events > 0);
     // With a breakdown by version: a column per value.
     const bv = await get<{ series: { breakdown_value: string | null; data: { events: number }[] }[] }>(
       '/v1/reports/trends?range=7d&interval=day&breakdown=version',
