@@ -252,6 +252,10 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.equal(rows[0]![8], 'os: linux, locale: de-DE');
     assert.match((await page.textContent('table[data-table=occurrences] caption'))!, /Occurrences 1–20/);
     await shot(page, 'exception-occurrences');
+    // The session links and the pager are reached by Tab too.
+    const kb = await keyboard(page);
+    assert.ok(kb.controls > 25, `${kb.controls} controls`);
+    assert.deepEqual([kb.missed, kb.noRing], [[], []]);
 
     await page.click('[data-pager=older]');
     await page.waitForFunction(() => /occ_page=2/.test(location.hash));
@@ -427,38 +431,49 @@ describe('console', { skip, timeout: 600_000 }, () => {
       await page.waitForSelector(`nav a[href="#/${view.split('?')[0]}"][aria-current=page]`);
       await settled(page);
       if (view.startsWith('exceptions?')) await page.waitForSelector('[data-occurrences-ready]');
-      const controls = await page.$$eval(
-        'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex^="-"])',
-        (els) =>
-          els
-            .filter((e) => (e as HTMLElement).offsetParent !== null || getComputedStyle(e).position === 'fixed')
-            .map((e, i) => ((e as HTMLElement).dataset.k = String(i))),
-      );
-      assert.ok(controls.length > nav.length, `${view}: ${controls.length} controls`);
-      const reached = new Set<string>();
-      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
-      for (let i = 0; i < controls.length + 5; i++) {
-        await page.keyboard.press('Tab');
-        const at = await page.evaluate(() => {
-          const e = document.activeElement as HTMLElement | null;
-          if (!e?.dataset.k) return null;
-          const s = getComputedStyle(e);
-          const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2) || s.boxShadow !== 'none';
-          return { k: e.dataset.k, ring, what: `${e.outerHTML.slice(0, 80)} (outline ${s.outlineStyle} ${s.outlineWidth})` };
-        });
-        if (!at) continue;
-        reached.add(at.k);
-        if (!at.ring) problems.push(`${view}: ${at.what} shows no focus indicator`);
-      }
-      const missed = controls.filter((k) => !reached.has(k));
-      const names = await page.$$eval(
-        '[data-k]',
-        (els, m) => els.filter((e) => m.includes((e as HTMLElement).dataset.k!)).map((e) => e.outerHTML.slice(0, 80)),
-        missed,
-      );
-      assert.deepEqual(names, [], `${view}: controls never focused by Tab`);
+      const k = await keyboard(page);
+      assert.ok(k.controls > nav.length, `${view}: ${k.controls} controls`);
+      assert.deepEqual(k.missed, [], `${view}: controls never focused by Tab`);
+      problems.push(...k.noRing.map((w) => `${view}: ${w} shows no focus indicator`));
     }
     assert.deepEqual(problems, []);
     assert.deepEqual(errors, []);
   });
 });
+
+/**
+ * Tab through the page from its start: every visible control (link, button, input, select, text
+ * area, anything with a tabindex ≥ 0) must get focus, each with a focus ring (an outline of 2 px
+ * or more, or a box shadow). Returns how many controls there are, those Tab never reached, and
+ * those focused without a ring.
+ */
+async function keyboard(page: Page): Promise<{ controls: number; missed: string[]; noRing: string[] }> {
+  await page.$$eval('[data-k]', (els) => els.forEach((e) => delete (e as HTMLElement).dataset.k));
+  const controls = await page.$$eval(
+    'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex^="-"])',
+    (els) =>
+      els
+        .filter((e) => (e as HTMLElement).offsetParent !== null || getComputedStyle(e).position === 'fixed')
+        .map((e, i) => ((e as HTMLElement).dataset.k = String(i))),
+  );
+  const reached = new Set<string>();
+  const noRing: string[] = [];
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  for (let i = 0; i < controls.length + 5; i++) {
+    await page.keyboard.press('Tab');
+    const at = await page.evaluate(() => {
+      const e = document.activeElement as HTMLElement | null;
+      if (!e?.dataset.k) return null;
+      const s = getComputedStyle(e);
+      const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2) || s.boxShadow !== 'none';
+      return { k: e.dataset.k, ring, what: `${e.outerHTML.slice(0, 80)} (outline ${s.outlineStyle} ${s.outlineWidth})` };
+    });
+    if (!at) continue;
+    reached.add(at.k);
+    if (!at.ring) noRing.push(at.what);
+  }
+  const missed = await page.$$eval('[data-k]', (els, r) => els.filter((e) => !r.includes((e as HTMLElement).dataset.k!)).map((e) => e.outerHTML.slice(0, 80)), [
+    ...reached,
+  ]);
+  return { controls: controls.length, missed, noRing };
+}
