@@ -2,7 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import type { ApiError } from './api';
 import type { Loaded } from './data';
-import { setParam } from './route';
+import { setParam, setParams } from './route';
 
 export function Loading({ what }: { what: string }) {
   return (
@@ -80,12 +80,31 @@ export function Card({ label, value, hint, id }: { label: string; value: Compone
   );
 }
 
-export function Select({ label, name, value, options }: { label: string; name: string; value: string; options: [string, string][] }) {
+/** A filter of the URL; `clears`: other parameters it resets (a page cursor that belongs to the old filter). */
+export function Select({
+  label,
+  name,
+  value,
+  options,
+  clears = [],
+}: {
+  label: string;
+  name: string;
+  value: string;
+  options: [string, string][];
+  clears?: string[];
+}) {
   const id = `f-${name}`;
   return (
     <span class="field">
       <label for={id}>{label}</label>
-      <select id={id} value={value} onChange={(e) => setParam(name, (e.currentTarget as HTMLSelectElement).value || undefined)}>
+      <select
+        id={id}
+        value={value}
+        onChange={(e) =>
+          setParams({ ...Object.fromEntries(clears.map((c) => [c, undefined])), [name]: (e.currentTarget as HTMLSelectElement).value || undefined })
+        }
+      >
         {options.map(([v, l]) => (
           <option value={v} key={v}>
             {l}

@@ -3,6 +3,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
@@ -137,6 +139,14 @@ describe('console', { skip, timeout: 600_000 }, () => {
     await page.waitForSelector('[data-trend-ready]');
     assert.equal(await page.textContent('[data-metric=trend-total]'), trend.total.count.toLocaleString('en-US'));
     assert.equal(trend.total.count, 3);
+    // …and its occurrences, as the API lists them.
+    const occurrences = await api<{ data: { exception_id: string }[] }>(base, t.adminKey, `/v1/exceptions/${fp}/occurrences?range=30d&limit=20`);
+    await page.waitForSelector('[data-occurrences-ready]');
+    assert.deepEqual(
+      await page.$$eval('table[data-table=occurrences] [data-id]', (es) => es.map((e) => e.getAttribute('data-id'))),
+      occurrences.data.map((o) => o.exception_id),
+    );
+    assert.equal(occurrences.data.length, 3);
     await shot(page, 'exception-detail');
 
     const accounts = await api<{ data: { account_id: string; events: number }[] }>(base, t.adminKey, '/v1/accounts?limit=200');
@@ -174,6 +184,150 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.equal(await page.$$eval('tbody tr', (rs) => rs.length), 2);
     assert.match((await page.textContent('tbody'))!, /UNRECOGNIZED_PRODUCT/);
     assert.deepEqual(errors, []);
+  });
+
+  it("an exception group's occurrences, page by page as the API pages them, the page in the URL; a session links to its events", async () => {
+    const own = await createTenant(base, 'business', 'occurrences');
+    await api(base, own.adminKey, '/v1/products', 'POST', { slug: 'app', name: 'app' });
+    // 25 occurrences of one group, one an hour over the last 25 hours: a page of 20, then 5. Every
+    // fifth has a session; the newest one's session also has an event.
+    const now = Date.now();
+    const session = randomUUID();
+    for (let i = 0; i < 25; i++) {
+      await api(base, own.ingestKey, '/v1/events/exceptions', 'POST', {
+        exception_id: `occ-${String(i).padStart(2, '0')}`,
+        exception_type: 'TypeError',
+        severity: i % 4 === 0 ? 'fatal' : 'non_fatal',
+        message: `cannot read 'id' of undefined (#${i})`,
+        stack_trace: 'TypeError: cannot read properties of undefined\n    at load (app/store.ts:4:2)',
+        occurred_at: new Date(now - (i + 1) * 3_600_000).toISOString(),
+        actor_id: `user-${i % 6}`,
+        product: 'app',
+        product_version: i < 10 ? '1.1.0' : '1.0.0',
+        account_id: `acct-${i % 3}`,
+        ...(i % 5 === 0 ? { session_id: i === 0 ? session : randomUUID() } : {}),
+        environment_context: { os: 'linux', locale: 'de-DE' },
+      });
+    }
+    const eventId = uuidv7();
+    await api(base, own.ingestKey, '/v1/events', 'POST', [
+      {
+        event_id: eventId,
+        category: 'app',
+        name: 'opened',
+        timestamp: new Date(now - 3_600_000 - 60_000).toISOString(),
+        actor_id: 'user-0',
+        product: 'app',
+        product_version: '1.1.0',
+        session_id: session,
+      },
+    ]);
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, own.adminKey);
+    await page.goto(`${base}/console/#/exceptions`);
+    await page.click('text=TypeError');
+    await page.waitForSelector('[data-occurrences-ready]');
+    const fp = new URL(page.url().replace('#/', '')).searchParams.get('fingerprint')!;
+    type Occ = { exception_id: string; severity: string; account_id?: string | null; session_id: string | null };
+    const list = (q: string) => api<{ data: Occ[]; next_cursor: string | null }>(base, own.adminKey, `/v1/exceptions/${fp}/occurrences?range=30d&limit=20${q}`);
+    const shown = () => page.$$eval('table[data-table=occurrences] tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    const ids = () => page.$$eval('table[data-table=occurrences] [data-id]', (es) => es.map((e) => e.getAttribute('data-id')));
+
+    const first = await list('');
+    assert.equal(first.data.length, 20);
+    assert.deepEqual(
+      await ids(),
+      first.data.map((o) => o.exception_id),
+    );
+    // Newest first: occ-00 … occ-19; severity and account as the API has them.
+    assert.deepEqual(
+      await ids(),
+      Array.from({ length: 20 }, (_, i) => `occ-${String(i).padStart(2, '0')}`),
+    );
+    const rows = await shown();
+    assert.deepEqual(
+      rows.map((r) => [r[1], r[6]]),
+      first.data.map((o) => [o.severity === 'fatal' ? 'fatal' : 'non-fatal', o.account_id]),
+    );
+    assert.equal(rows[0]![8], 'os: linux, locale: de-DE');
+    assert.match((await page.textContent('table[data-table=occurrences] caption'))!, /Occurrences 1–20/);
+    await shot(page, 'exception-occurrences');
+    // The session links and the pager are reached by Tab too.
+    const kb = await keyboard(page);
+    assert.ok(kb.controls > 25, `${kb.controls} controls`);
+    assert.deepEqual([kb.missed, kb.noRing], [[], []]);
+
+    await page.click('[data-pager=older]');
+    await page.waitForFunction(() => /occ_page=2/.test(location.hash));
+    await page.waitForSelector('[data-occurrences-ready]');
+    const second = await list(`&cursor=${first.next_cursor}`);
+    assert.deepEqual(
+      second.data.map((o) => o.exception_id),
+      ['occ-20', 'occ-21', 'occ-22', 'occ-23', 'occ-24'],
+    );
+    await page.waitForFunction(() => document.querySelectorAll('table[data-table=occurrences] [data-id]').length === 5);
+    assert.deepEqual(
+      await ids(),
+      second.data.map((o) => o.exception_id),
+    );
+    assert.equal(second.next_cursor, null);
+    assert.equal(await page.$('[data-pager=older]'), null);
+    assert.match((await page.textContent('table[data-table=occurrences] caption'))!, /Occurrences 21–25/);
+    // The page is in the URL: a reload shows it again.
+    await page.reload();
+    await page.waitForSelector('[data-occurrences-ready]');
+    assert.deepEqual(
+      await ids(),
+      second.data.map((o) => o.exception_id),
+    );
+    await shot(page, 'exception-occurrences-page-2');
+    await page.click('[data-pager=newest]');
+    await page.waitForFunction(() => !/occ=/.test(location.hash));
+    await page.waitForFunction(() => document.querySelectorAll('table[data-table=occurrences] [data-id]').length === 20);
+
+    // A filter starts the list at the newest again: fatal ones are occ-00, 04, … 24 (7).
+    await page.selectOption('#f-severity', 'fatal');
+    await page.waitForFunction(() => /severity=fatal/.test(location.hash));
+    await page.waitForFunction(() => document.querySelectorAll('table[data-table=occurrences] [data-id]').length === 7);
+    const fatal = await list('&severity=fatal');
+    assert.deepEqual(
+      await ids(),
+      fatal.data.map((o) => o.exception_id),
+    );
+    assert.deepEqual(
+      fatal.data.map((o) => o.exception_id),
+      ['occ-00', 'occ-04', 'occ-08', 'occ-12', 'occ-16', 'occ-20', 'occ-24'],
+    );
+
+    // occ-00's session: its link opens the event explorer on that session's events.
+    await page.click(`a[aria-label="Events of session ${session}"]`);
+    await page.waitForSelector('[data-report-ready]');
+    assert.match(page.url(), new RegExp(`session_id=${session}`));
+    const events = await api<{ data: { event_id: string }[] }>(base, own.adminKey, `/v1/events?session_id=${session}&range=30d`);
+    assert.deepEqual(
+      events.data.map((e) => e.event_id),
+      [eventId],
+    );
+    assert.match((await page.textContent('main table tbody'))!, new RegExp(eventId));
+    assert.equal(await page.$$eval('main table tbody tr', (r) => r.length), 1);
+    assert.equal(await page.inputValue('#f-session_id'), session);
+
+    // A key without view_accounts sees no account column.
+    const readKey = await issueKey(base, own.tenantId, ['read']);
+    const ro = await openPage(browser);
+    await signIn(ro.page, base, readKey);
+    await ro.page.goto(`${base}/console/#/exceptions?fingerprint=${fp}`);
+    await ro.page.waitForSelector('[data-occurrences-ready]');
+    assert.deepEqual(await ro.page.$$eval('table[data-table=occurrences] th', (ths) => ths.map((th) => th.textContent)), [
+      'Time',
+      'Severity',
+      'Version',
+      'Actor',
+      'Session',
+      'Message',
+      'Environment',
+    ]);
+    assert.deepEqual([...errors, ...ro.errors], []);
   });
 
   it('a manage_products key toggles strict mode, registers and archives a version, edits an allowlist; a read-only key sees them disabled', async () => {
@@ -252,35 +406,74 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.deepEqual(errors, []);
   });
 
-  it('keyboard navigation reaches every control', async () => {
+  it('keyboard navigation reaches every control, with a visible focus indicator, on every page of the navigation', async () => {
     const { page, errors } = await openPage(browser);
     await signIn(page, base, t.adminKey);
-    for (const view of [
-      'overview',
+    const nav = await page.$$eval('nav a', (as) => as.map((a) => a.getAttribute('href')!.replace(/^#\//, '')));
+    // The navigation is console/src/pages/index.ts's PAGES; the admin key sees all of them.
+    assert.ok(nav.length >= 18, `${nav.length} pages`);
+    const groups = await api<{ data: { fingerprint: string; exception_type: string }[] }>(base, t.adminKey, '/v1/exceptions?limit=100');
+    const typeError = groups.data.find((g) => g.exception_type === 'TypeError')!.fingerprint;
+    // Every page as the navigation opens it, then the views with more controls: a chosen product,
+    // a funnel with a breakdown and a drill-down, an exception group with its occurrences, the
+    // explorer filtered to a session.
+    const views = [
+      ...nav,
       'versions?product=app',
       'allowlists?product=app',
       'funnels?steps=app:started,app:opened,editor:file_saved&breakdown=product_version&drill=2:reached',
-      'trends',
-      'usage',
-    ]) {
+      `exceptions?fingerprint=${typeError}`,
+      'events?session_id=00000000-0000-4000-8000-000000000000',
+    ];
+    const problems: string[] = [];
+    for (const view of views) {
       await page.goto(`${base}/console/#/${view}`);
+      await page.waitForSelector(`nav a[href="#/${view.split('?')[0]}"][aria-current=page]`);
       await settled(page);
-      const controls = await page.$$eval('a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), [tabindex="0"]', (els) =>
-        els.filter((e) => (e as HTMLElement).offsetParent !== null).map((e, i) => ((e as HTMLElement).dataset.k = String(i))),
-      );
-      const reached = new Set<string>();
-      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
-      for (let i = 0; i < controls.length + 5; i++) {
-        await page.keyboard.press('Tab');
-        const k = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.k);
-        if (k) reached.add(k);
-      }
-      assert.deepEqual(
-        controls.filter((k) => !reached.has(k)),
-        [],
-        `${view}: controls never focused by Tab`,
-      );
+      if (view.startsWith('exceptions?')) await page.waitForSelector('[data-occurrences-ready]');
+      const k = await keyboard(page);
+      assert.ok(k.controls > nav.length, `${view}: ${k.controls} controls`);
+      assert.deepEqual(k.missed, [], `${view}: controls never focused by Tab`);
+      problems.push(...k.noRing.map((w) => `${view}: ${w} shows no focus indicator`));
     }
+    assert.deepEqual(problems, []);
     assert.deepEqual(errors, []);
   });
 });
+
+/**
+ * Tab through the page from its start: every visible control (link, button, input, select, text
+ * area, anything with a tabindex ≥ 0) must get focus, each with a focus ring (an outline of 2 px
+ * or more, or a box shadow). Returns how many controls there are, those Tab never reached, and
+ * those focused without a ring.
+ */
+async function keyboard(page: Page): Promise<{ controls: number; missed: string[]; noRing: string[] }> {
+  await page.$$eval('[data-k]', (els) => els.forEach((e) => delete (e as HTMLElement).dataset.k));
+  const controls = await page.$$eval(
+    'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex^="-"])',
+    (els) =>
+      els
+        .filter((e) => (e as HTMLElement).offsetParent !== null || getComputedStyle(e).position === 'fixed')
+        .map((e, i) => ((e as HTMLElement).dataset.k = String(i))),
+  );
+  const reached = new Set<string>();
+  const noRing: string[] = [];
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  for (let i = 0; i < controls.length + 5; i++) {
+    await page.keyboard.press('Tab');
+    const at = await page.evaluate(() => {
+      const e = document.activeElement as HTMLElement | null;
+      if (!e?.dataset.k) return null;
+      const s = getComputedStyle(e);
+      const ring = (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2) || s.boxShadow !== 'none';
+      return { k: e.dataset.k, ring, what: `${e.outerHTML.slice(0, 80)} (outline ${s.outlineStyle} ${s.outlineWidth})` };
+    });
+    if (!at) continue;
+    reached.add(at.k);
+    if (!at.ring) noRing.push(at.what);
+  }
+  const missed = await page.$$eval('[data-k]', (els, r) => els.filter((e) => !r.includes((e as HTMLElement).dataset.k!)).map((e) => e.outerHTML.slice(0, 80)), [
+    ...reached,
+  ]);
+  return { controls: controls.length, missed, noRing };
+}

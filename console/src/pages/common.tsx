@@ -19,9 +19,9 @@ export function productOf(access: Access, params: URLSearchParams): string {
   return params.get('product') ?? access.products[0]?.slug ?? '';
 }
 
-export function ProductPicker({ access, value, all }: { access: Access; value: string; all?: boolean }) {
+export function ProductPicker({ access, value, all, clears }: { access: Access; value: string; all?: boolean; clears?: string[] }) {
   const options: [string, string][] = access.products.map((p) => [p.slug, p.name === p.slug ? p.slug : `${p.name} (${p.slug})`]);
-  return <Select label="Product" name="product" value={value} options={all ? [['', 'All products'], ...options] : options} />;
+  return <Select label="Product" name="product" value={value} options={all ? [['', 'All products'], ...options] : options} clears={clears} />;
 }
 
 export function NoPermission({ what, permission }: { what: string; permission: string }) {

@@ -17,6 +17,9 @@ export interface Group {
   sample: { exception_id: string; severity: string; message: string | null; stack_trace: string | null; occurred_at: string; product_version: string };
 }
 
+/** The occurrences' page (its cursor and number): a new filter starts at the newest again. */
+const PAGING = ['occ', 'occ_page'];
+
 export function Exceptions({ access, params }: PageProps) {
   const product = params.get('product') ?? '';
   const severity = params.get('severity') ?? '';
@@ -28,10 +31,11 @@ export function Exceptions({ access, params }: PageProps) {
   return (
     <>
       <div class="filters">
-        <ProductPicker access={access} value={product} all />
+        <ProductPicker access={access} value={product} all clears={PAGING} />
         <Select
           label="Severity"
           name="severity"
+          clears={PAGING}
           value={severity}
           options={[
             ['', 'Any'],
@@ -39,7 +43,7 @@ export function Exceptions({ access, params }: PageProps) {
             ['non_fatal', 'Non-fatal'],
           ]}
         />
-        <Select label="Range" name="range" value={range} options={RANGES} />
+        <Select label="Range" name="range" value={range} options={RANGES} clears={PAGING} />
       </div>
       <Show q={q} what="exception groups">
         {(page) =>
@@ -53,7 +57,9 @@ export function Exceptions({ access, params }: PageProps) {
                 caption="Exception groups by fingerprint, newest first"
                 head={['Type', 'Occurrences', 'Fatal', 'Actors', 'Versions', 'First seen', 'Last seen']}
                 rows={page.data.map((g) => [
-                  <a href={href('exceptions', { ...Object.fromEntries(params), fingerprint: g.fingerprint })}>{g.exception_type}</a>,
+                  <a href={href('exceptions', { ...Object.fromEntries(params), fingerprint: g.fingerprint, occ: undefined, occ_page: undefined })}>
+                    {g.exception_type}
+                  </a>,
                   fmt.format(g.count),
                   fmt.format(g.fatal),
                   fmt.format(g.affected_actors),
@@ -62,7 +68,7 @@ export function Exceptions({ access, params }: PageProps) {
                   when(g.last_seen),
                 ])}
               />
-              {open && <Detail group={page.data.find((g) => g.fingerprint === open)} range={range} product={product} />}
+              {open && <Detail group={page.data.find((g) => g.fingerprint === open)} range={range} product={product} severity={severity} params={params} />}
             </>
           )
         }
@@ -78,9 +84,12 @@ interface GroupTrend {
   data: { date: string; count: number; fatal: number; actors: number }[];
 }
 
-/** The group's occurrences per day over the range (30 days when the list shows all time). */
+/** The range of a group's trend and occurrences: the list's, or 30 days when the list shows all time. */
+const trendRange = (range: string) => (['24h', '7d', '30d', '90d'].includes(range) ? range : '30d');
+
+/** The group's occurrences per day over the range. */
 function Trend({ fingerprint, range, product }: { fingerprint: string; range: string; product: string }) {
-  const r = ['24h', '7d', '30d', '90d'].includes(range) ? range : '30d';
+  const r = trendRange(range);
   const q = useQuery(JSON.stringify([fingerprint, r, product]), () =>
     api<GroupTrend>(`/v1/exceptions/${encodeURIComponent(fingerprint)}`, { query: { range: r, product, interval: r === '24h' ? 'hour' : 'day' } }),
   );
@@ -108,7 +117,127 @@ function Trend({ fingerprint, range, product }: { fingerprint: string; range: st
   );
 }
 
-function Detail({ group, range, product }: { group: Group | undefined; range: string; product: string }) {
+interface Occurrence {
+  exception_id: string;
+  occurred_at: string;
+  product: string;
+  product_version: string;
+  severity: string;
+  message: string | null;
+  actor_id: string;
+  identified_actor_id: string | null;
+  session_id: string | null;
+  account_id?: string | null;
+  license_id?: string | null;
+  environment: unknown;
+}
+
+/** Occurrences per page of the list; the page's cursor is `occ` in the URL (none: the newest). */
+export const OCCURRENCES_PAGE = 20;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the client said of its environment, in short: `os: linux, locale: de`. */
+function environmentOf(env: unknown): string {
+  if (env === null || typeof env !== 'object' || Array.isArray(env)) return env === null || env === undefined ? '—' : JSON.stringify(env);
+  const parts = Object.entries(env as Record<string, unknown>)
+    .filter(([, v]) => v !== null && typeof v !== 'object')
+    .map(([k, v]) => `${k}: ${String(v)}`);
+  return parts.length ? parts.slice(0, 4).join(', ') : '—';
+}
+
+/**
+ * The group's occurrences in the trend's range, newest first, a page at a time: the page's cursor
+ * and number are in the URL (`occ`, `occ_page`), so a page can be shared, reloaded, and left with
+ * the browser's Back. A session links to its events in the event explorer (the sessions page shows
+ * no single session).
+ */
+function Occurrences({
+  fingerprint,
+  range,
+  product,
+  severity,
+  params,
+}: {
+  fingerprint: string;
+  range: string;
+  product: string;
+  severity: string;
+  params: URLSearchParams;
+}) {
+  const cursor = params.get('occ') ?? '';
+  const pageNo = Math.max(1, Number(params.get('occ_page') ?? '1') || 1);
+  const query = { range, product, severity, limit: OCCURRENCES_PAGE, cursor };
+  const q = useQuery(JSON.stringify([fingerprint, query]), () =>
+    api<Page<Occurrence>>(`/v1/exceptions/${encodeURIComponent(fingerprint)}/occurrences`, { query }),
+  );
+  const here = Object.fromEntries(params);
+  return (
+    <Show q={q} what="the group's occurrences">
+      {(page) => {
+        const accounts = page.data.some((o) => 'account_id' in o);
+        const first = (pageNo - 1) * OCCURRENCES_PAGE + 1;
+        return (
+          <div data-occurrences-ready="true">
+            <h3 id="occurrences-title">Occurrences, newest first</h3>
+            {page.data.length === 0 ? (
+              <p class="muted">{cursor ? 'No older occurrences.' : 'No occurrences in this range and filter.'}</p>
+            ) : (
+              <Table
+                id="occurrences"
+                caption={`Occurrences ${fmt.format(first)}–${fmt.format(first + page.data.length - 1)}${severity ? ` (${severity.replace('_', '-')})` : ''}`}
+                head={['Time', 'Severity', 'Version', 'Actor', 'Session', 'Message', ...(accounts ? ['Account', 'License'] : []), 'Environment']}
+                rows={page.data.map((o) => [
+                  <span data-id={o.exception_id}>{when(o.occurred_at)}</span>,
+                  o.severity === 'fatal' ? 'fatal' : 'non-fatal',
+                  `${o.product} ${o.product_version}`,
+                  o.identified_actor_id ? `${o.identified_actor_id} (${o.actor_id})` : o.actor_id,
+                  o.session_id === null ? (
+                    '—'
+                  ) : UUID.test(o.session_id) ? (
+                    <a href={href('events', { session_id: o.session_id, range, product })} aria-label={`Events of session ${o.session_id}`}>
+                      {o.session_id.slice(0, 8)}
+                    </a>
+                  ) : (
+                    o.session_id
+                  ),
+                  o.message ?? '(no message)',
+                  ...(accounts ? [o.account_id ?? '—', o.license_id ?? '—'] : []),
+                  environmentOf(o.environment),
+                ])}
+              />
+            )}
+            <p class="pager">
+              {cursor && (
+                <a href={href('exceptions', { ...here, occ: undefined, occ_page: undefined })} data-pager="newest">
+                  Newest
+                </a>
+              )}{' '}
+              {page.next_cursor && (
+                <a href={href('exceptions', { ...here, occ: page.next_cursor, occ_page: String(pageNo + 1) })} data-pager="older">
+                  Older occurrences →
+                </a>
+              )}
+            </p>
+          </div>
+        );
+      }}
+    </Show>
+  );
+}
+
+function Detail({
+  group,
+  range,
+  product,
+  severity,
+  params,
+}: {
+  group: Group | undefined;
+  range: string;
+  product: string;
+  severity: string;
+  params: URLSearchParams;
+}) {
   if (!group) return <p class="muted">That group is not in this view: widen the filters.</p>;
   const s = group.sample;
   return (
@@ -119,6 +248,7 @@ function Detail({ group, range, product }: { group: Group | undefined; range: st
       </p>
       <p class="muted">Fingerprint {group.fingerprint}</p>
       <Trend fingerprint={group.fingerprint} range={range} product={product} />
+      <Occurrences fingerprint={group.fingerprint} range={trendRange(range)} product={product} severity={severity} params={params} />
       <h3>Stack trace</h3>
       <pre class="stack" tabIndex={0}>
         {s.stack_trace ?? '(no stack trace sent)'}

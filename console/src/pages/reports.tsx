@@ -10,7 +10,7 @@ import { ProductPicker, RANGES, type PageProps } from './common';
 import { Result, rowsOf, toCsv } from './result';
 import { Funnels } from './funnel';
 
-type Control = 'interval' | 'breakdown' | 'compare' | 'view' | 'event' | 'live' | 'range';
+type Control = 'interval' | 'breakdown' | 'compare' | 'view' | 'event' | 'live' | 'range' | 'session';
 interface Report {
   id: string;
   title: string;
@@ -107,7 +107,7 @@ const DEFS: Report[] = [
   },
   { id: 'release-health', title: 'Release health', path: '/v1/sessions/release-health', controls: ['range'] },
   { id: 'environment', title: 'Environment', path: '/v1/environment/os', controls: ['range'] },
-  { id: 'events', title: 'Event explorer', path: '/v1/events', controls: ['range', 'event', 'live'] },
+  { id: 'events', title: 'Event explorer', path: '/v1/events', controls: ['range', 'event', 'session', 'live'] },
 ];
 
 interface TrendSeries {
@@ -142,6 +142,7 @@ function queryOf(r: Report, p: URLSearchParams): Query {
   if (r.controls.includes('breakdown')) q.breakdown = p.get('breakdown') ?? '';
   if (r.controls.includes('compare') && p.get('compare')) q.compare = 'previous';
   if (r.controls.includes('event')) Object.assign(q, { category: p.get('category') ?? '', name: p.get('name') ?? '' });
+  if (r.controls.includes('session')) q.session_id = p.get('session_id') ?? '';
   return q;
 }
 
@@ -180,6 +181,7 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
         )}
         {r.controls.includes('event') && <TextFilter label="Category" name="category" value={params.get('category') ?? ''} />}
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}
+        {r.controls.includes('session') && <TextFilter label="Session" name="session_id" value={params.get('session_id') ?? ''} />}
         {r.controls.includes('breakdown') && <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />}
         {r.controls.includes('compare') && <Check label="Compare to previous period" name="compare" on={!!params.get('compare')} />}
         {r.controls.includes('live') && <Check label="Live refresh (5 s)" name="live" on={live} />}

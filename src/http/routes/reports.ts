@@ -1,6 +1,7 @@
 import type { TObject } from 'typebox';
 import { activeActors, ActiveActorsQuery } from '../../query/reports/active-actors.js';
 import { exceptionTrend, ExceptionTrendQuery } from '../../query/reports/exception-trend.js';
+import { exceptionOccurrences, ExceptionOccurrencesQuery } from '../../query/reports/exception-occurrences.js';
 import { trends, TrendsQuery } from '../../query/reports/trends.js';
 import { accountsOverTime, AccountsOverTimeQuery, versionsReport, VersionsQuery } from '../../query/reports/versions.js';
 import { ENV_FIELD_LIST, environmentShares, EnvironmentQuery } from '../../query/reports/environment.js';
@@ -77,6 +78,31 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         reply,
         'exception-trend',
         await withinBudget(exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
+      ),
+  );
+
+  app.get(
+    '/v1/exceptions/:fingerprint/occurrences',
+    {
+      ...on(ExceptionOccurrencesQuery),
+      schema: {
+        operationId: 'exceptionGroupOccurrences',
+        summary: "One exception group's occurrences in the range, newest first, with a cursor",
+        description:
+          "The group trend's filters and the group list's severity. account_id and license_id are left out of each occurrence for keys that may not see accounts. An unknown fingerprint is a 404.",
+        tags: ['exceptions'],
+        security,
+        params: Type.Object({ fingerprint: Type.String({ minLength: 1, maxLength: 128 }) }),
+        querystring: ExceptionOccurrencesQuery,
+        response: { 200: S.ExceptionOccurrences, ...problems(400, 401, 402, 403, 404, 422) },
+      },
+    },
+    async (request, reply) =>
+      answer(
+        request,
+        reply,
+        'exception-occurrences',
+        await withinBudget(exceptionOccurrences(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
       ),
   );
 

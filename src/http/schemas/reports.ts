@@ -125,6 +125,24 @@ export const ExceptionTrend = Type.Object({
   data: Type.Array(Type.Object({ date: DateLabel, ...ExceptionPoint })),
 });
 
+export const ExceptionOccurrence = Type.Object({
+  exception_id: Type.String(),
+  occurred_at: Type.String({ format: 'date-time' }),
+  received_at: Type.String({ format: 'date-time' }),
+  product: Type.String(),
+  product_version: Type.String(),
+  exception_type: Type.String(),
+  severity: Type.Enum(['fatal', 'non_fatal']),
+  message: Nullable(Type.String()),
+  actor_id: Type.String({ description: 'as sent' }),
+  identified_actor_id: Nullable(Type.String({ description: 'the user identify linked this actor to' })),
+  session_id: Nullable(Type.String({ description: 'as sent, whether or not the session is known' })),
+  account_id: Type.Optional(Nullable(Type.String({ description: 'only for keys that may see accounts' }))),
+  license_id: Type.Optional(Nullable(Type.String({ description: 'only for keys that may see accounts' }))),
+  environment: Type.Unknown({ description: "the exception's environment_context as stored (scrubbed), null when it had none" }),
+});
+export const ExceptionOccurrences = Type.Object({ ...ReportHead, data: Type.Array(ExceptionOccurrence), next_cursor: Nullable(Type.String()) });
+
 export const ExplorerEvent = Type.Object({
   event_id: Type.String(),
   occurred_at: Type.String({ format: 'date-time' }),
