@@ -242,6 +242,22 @@ describe('the export across pages (EXPORT_PAGE_ROWS=7)', () => {
     assert.ok(csv.includes(`,"a,""b""",`));
   });
 
+  it('a starter plan exports no account or license ids: no keys in NDJSON, empty cells in CSV', async () => {
+    const starter = await tenantWithProduct(small.app, 'starter');
+    const sent = event({ timestamp: '2026-06-01T12:00:00.000Z', account_id: 'acme', license_id: 'lic-1' });
+    assert.equal((await postEvents(small.app, starter.ingestKey, [sent])).statusCode, 200);
+    const headers = (accept: string) => ({ authorization: `Bearer ${starter.adminKey}`, accept });
+    const nd = await small.app.inject({ method: 'GET', url: `/v1/events?${RANGE6}`, headers: headers('application/x-ndjson') });
+    const line = JSON.parse(nd.body);
+    assert.equal(line.event_id, sent.event_id);
+    assert.equal('account_id' in line || 'license_id' in line, false);
+    const csv = await small.app.inject({ method: 'GET', url: `/v1/events?${RANGE6}`, headers: headers('text/csv') });
+    const [header, row] = parseCsv(csv.body);
+    assert.equal(row![header!.indexOf('event_id')], sent.event_id);
+    assert.equal(row![header!.indexOf('account_id')], '');
+    assert.equal(row![header!.indexOf('license_id')], '');
+  });
+
   it('an export after a cursor starts after that row; an export with nothing to say is the header alone', async () => {
     const first = (await get(small.app, k.adminKey, `/v1/events?${RANGE6}&limit=10`)).json();
     const all = await pages('');
