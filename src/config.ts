@@ -35,6 +35,8 @@ export interface Config {
   overloadSustainMs: number;
   maxHeapUsedBytes: number;
   maxRssBytes: number;
+  /** Rows per statement of the event export (GET /v1/events as NDJSON or CSV). */
+  exportPageRows: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -79,6 +81,7 @@ const SETTINGS = {
   OVERLOAD_SUSTAIN_MS: { schema: int(0), takes: 'a whole number of milliseconds the event-loop delay must last before requests are shed' },
   MAX_HEAP_USED_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },
   MAX_RSS_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },
+  EXPORT_PAGE_ROWS: { schema: int(1, 100_000), takes: 'a whole number of rows from 1 to 100000' },
 } satisfies Record<string, Setting>;
 
 type Name = keyof typeof SETTINGS;
@@ -133,5 +136,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Default: 90 % of V8's heap limit, so we refuse work before the process dies of it.
     maxHeapUsedBytes: get('MAX_HEAP_USED_BYTES', Math.floor(getHeapStatistics().heap_size_limit * 0.9)),
     maxRssBytes: get('MAX_RSS_BYTES', 0),
+    exportPageRows: get('EXPORT_PAGE_ROWS', 5_000),
   };
 }

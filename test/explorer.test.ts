@@ -122,6 +122,161 @@ describe('GET /v1/events', () => {
   });
 });
 
+describe('the export across pages (EXPORT_PAGE_ROWS=7)', () => {
+  let small: TestApp;
+  let k: Awaited<ReturnType<typeof tenantWithProduct>>;
+  // 60 events, four to a second (ties: the page boundaries fall inside them, where the event id
+  // decides), names alternating open/save, n = i mod 3; one actor id a spreadsheet would run, one
+  // with a comma and quotes; account ids on every one.
+  const actor = (i: number) => (i === 7 ? '=HYPERLINK("x")' : i === 8 ? 'a,"b"' : `u${i % 5}`);
+  before(async () => {
+    small = await startTestApp({ env: { EXPORT_PAGE_ROWS: '7' } });
+    k = await tenantWithProduct(small.app, 'business');
+    const batch = Array.from({ length: 60 }, (_, i) =>
+      event({
+        timestamp: new Date(Date.UTC(2026, 5, 1, 10) + Math.floor(i / 4) * 1000).toISOString(),
+        name: i % 2 ? 'save' : 'open',
+        actor_id: actor(i),
+        account_id: `acct-${i % 4}`,
+        properties: { n: String(i % 3), i },
+      }),
+    );
+    assert.equal((await postEvents(small.app, k.ingestKey, batch)).statusCode, 200);
+  });
+  after(async () => small.close());
+
+  const RANGE6 = 'from=2026-06-01&to=2026-06-02';
+  /** The JSON explorer's pages, all of them: what the export must say, row for row. */
+  async function pages(query: string) {
+    const rows: Record<string, unknown>[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await get(small.app, k.adminKey, `/v1/events?${RANGE6}&${query}&limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(res.statusCode, 200, res.body);
+      rows.push(...res.json().data);
+      cursor = res.json().next_cursor;
+    } while (cursor);
+    return rows;
+  }
+  const exportOf = async (query: string, accept: string) => {
+    const res = await small.app.inject({ method: 'GET', url: `/v1/events?${RANGE6}&${query}`, headers: { authorization: `Bearer ${k.adminKey}`, accept } });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.body;
+  };
+  /** RFC 4180, enough for this: quoted fields with doubled quotes and line breaks inside. */
+  function parseCsv(text: string): string[][] {
+    const rows: string[][] = [];
+    let row: string[] = [];
+    let cell = '';
+    let quoted = false;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i]!;
+      if (quoted && c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = !quoted;
+      else if (quoted || (c !== ',' && c !== '\r')) cell += c;
+      else if (c === ',') {
+        row.push(cell);
+        cell = '';
+      } else {
+        // CRLF ends a row (a bare CR outside quotes does not occur in this output)
+        row.push(cell);
+        rows.push(row);
+        [row, cell] = [[], ''];
+        i++;
+      }
+    }
+    return rows;
+  }
+
+  for (const [label, query, count] of [
+    ['everything', '', 60],
+    ['name and property filters', 'name=save&property=n:1', 10],
+    ['an actor filter', 'actor_id=u2', 11],
+  ] as const) {
+    it(`NDJSON: ${label}, every row once, in order, as the JSON pages say`, async () => {
+      const expected = await pages(query);
+      assert.equal(expected.length, count);
+      const lines = (await exportOf(query, 'application/x-ndjson')).split('\n');
+      assert.equal(lines.pop(), '');
+      assert.deepEqual(
+        lines.map((l) => JSON.parse(l)),
+        expected,
+      );
+    });
+
+    it(`CSV: ${label}, every row once, in order, cells as the JSON pages say`, async () => {
+      const expected = await pages(query);
+      const [header, ...rows] = parseCsv(await exportOf(query, 'text/csv'));
+      assert.deepEqual(header, [
+        'event_id',
+        'occurred_at',
+        'received_at',
+        'product',
+        'product_version',
+        'category',
+        'name',
+        'actor_id',
+        'identified_actor_id',
+        'session_id',
+        'account_id',
+        'license_id',
+        'properties',
+      ]);
+      assert.equal(rows.length, count);
+      rows.forEach((cells, r) => {
+        const want = expected[r]!;
+        header!.forEach((col, c) => {
+          const v = want[col];
+          if (col === 'properties') assert.deepEqual(JSON.parse(cells[c]!), v);
+          else assert.equal(cells[c], v === null || v === undefined ? '' : /^[=+\-@\t\r]/.test(String(v)) ? `'${String(v)}` : String(v), `${col} of row ${r}`);
+        });
+      });
+    });
+  }
+
+  it('the formula-looking actor id is prefixed, the one with a comma and quotes is quoted', async () => {
+    const csv = await exportOf('', 'text/csv');
+    assert.ok(csv.includes(`,"'=HYPERLINK(""x"")",`), csv.slice(0, 400));
+    assert.ok(csv.includes(`,"a,""b""",`));
+  });
+
+  it('a starter plan exports no account or license ids: no keys in NDJSON, empty cells in CSV', async () => {
+    const starter = await tenantWithProduct(small.app, 'starter');
+    const sent = event({ timestamp: '2026-06-01T12:00:00.000Z', account_id: 'acme', license_id: 'lic-1' });
+    assert.equal((await postEvents(small.app, starter.ingestKey, [sent])).statusCode, 200);
+    const headers = (accept: string) => ({ authorization: `Bearer ${starter.adminKey}`, accept });
+    const nd = await small.app.inject({ method: 'GET', url: `/v1/events?${RANGE6}`, headers: headers('application/x-ndjson') });
+    const line = JSON.parse(nd.body);
+    assert.equal(line.event_id, sent.event_id);
+    assert.equal('account_id' in line || 'license_id' in line, false);
+    const csv = await small.app.inject({ method: 'GET', url: `/v1/events?${RANGE6}`, headers: headers('text/csv') });
+    const [header, row] = parseCsv(csv.body);
+    assert.equal(row![header!.indexOf('event_id')], sent.event_id);
+    assert.equal(row![header!.indexOf('account_id')], '');
+    assert.equal(row![header!.indexOf('license_id')], '');
+  });
+
+  it('an export after a cursor starts after that row; an export with nothing to say is the header alone', async () => {
+    const first = (await get(small.app, k.adminKey, `/v1/events?${RANGE6}&limit=10`)).json();
+    const all = await pages('');
+    const lines = (await exportOf(`cursor=${first.next_cursor}`, 'application/x-ndjson')).trim().split('\n');
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l)),
+      all.slice(10),
+    );
+    assert.equal(await exportOf('name=none', 'text/csv'), `${(await exportOf('', 'text/csv')).split('\r\n')[0]}\r\n`);
+    assert.equal(await exportOf('name=none', 'application/x-ndjson'), '');
+    const bad = await small.app.inject({
+      method: 'GET',
+      url: `/v1/events?${RANGE6}&cursor=nonsense`,
+      headers: { authorization: `Bearer ${k.adminKey}`, accept: 'text/csv' },
+    });
+    assert.equal(bad.statusCode, 400, bad.body);
+  });
+});
+
 describe('CSV on reports', () => {
   it('trends as CSV: one row per series and bucket, the echo in headers', async () => {
     const res = await t.app.inject({

@@ -1,30 +1,15 @@
 import { Readable } from 'node:stream';
-import { EventListQuery, exportEvents, listEvents, type ExplorerEvent } from '../../query/reports/events.js';
-import { head, resolveFilters, withinBudget } from '../../query/filters.js';
+import { EventListQuery, exportEvents, listEvents } from '../../query/reports/events.js';
+import { withinBudget } from '../../query/filters.js';
 import type { App, AppContext } from '../context.js';
-import { csvLine, echoHeaders, wants } from '../csv.js';
+import { echoHeaders, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
 import * as S from '../schemas/reports.js';
 
 // GET /v1/events: the explorer (JSON pages) and its export (Accept: application/x-ndjson or
-// text/csv: every matching event, streamed page by page; memory stays bounded by one page).
-const COLUMNS = [
-  'event_id',
-  'occurred_at',
-  'received_at',
-  'product',
-  'product_version',
-  'category',
-  'name',
-  'actor_id',
-  'identified_actor_id',
-  'session_id',
-  'account_id',
-  'license_id',
-  'properties',
-];
+// text/csv: every matching event, streamed page by page, each page's text written by the store).
 
 export function explorerRoutes(app: App, ctx: AppContext): void {
   app.get(
@@ -48,20 +33,12 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
       const csv = wants(request, 'text/csv');
       if (!csv && !wants(request, 'application/x-ndjson')) return withinBudget(listEvents(ctx.db, principal, request.query, ctx.now()));
       // Parameters are checked before the first byte goes out: a bad one is still a problem+json.
-      const f = await resolveFilters(ctx.db, principal, request.query, ctx.now());
-      echoHeaders(reply, await head(ctx.db, f.scope), 'events', csv ? 'csv' : 'ndjson');
-      const pages = exportEvents(ctx.db, principal, request.query, ctx.now());
-      // One page (a string) buffered ahead of the socket at most: Readable.from would read 16 ahead.
-      async function* lines() {
-        if (csv) yield csvLine(COLUMNS);
-        for await (const rows of pages) {
-          // Every column but properties (one JSON cell) is a scalar: read it straight off the row.
-          yield rows
-            .map((r: ExplorerEvent) => (csv ? csvLine(COLUMNS.map((c) => (r as unknown as Record<string, unknown>)[c])) : JSON.stringify(r) + '\n'))
-            .join('');
-        }
-      }
-      return reply.type(csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson').send(Readable.from(lines(), { highWaterMark: 1 }) as never);
+      const { head, text } = await exportEvents(ctx.db, principal, request.query, ctx.now(), csv ? 'csv' : 'ndjson', ctx.config.exportPageRows);
+      echoHeaders(reply, head, 'events', csv ? 'csv' : 'ndjson');
+      // One page buffered ahead of the socket at most (Readable.from would read 16 ahead), and the
+      // next read only once the socket has taken it (pipe's backpressure). A client that goes away
+      // destroys the stream, which ends the generator after the statement running.
+      return reply.type(csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson').send(Readable.from(text, { highWaterMark: 1 }) as never);
     },
   );
 }

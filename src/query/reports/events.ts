@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
@@ -6,9 +7,9 @@ import { exactTime, FilterProps, head, keysetCursor, Params, rawEvents, resolveF
 import { pageOf } from '../page.js';
 
 // The event explorer: raw events newest first with the filter grammar and a cursor, and the
-// same as an export, read in keyset pages of EXPORT_PAGE rows so that memory stays bounded
-// whatever the size. account_id and license_id are shown only to callers who may see accounts
-// (SPEC.md: stored on every plan, visible on the account plans).
+// same as an export (NDJSON or CSV), written by PostgreSQL in keyset pages (EXPORT_PAGE_ROWS).
+// account_id and license_id are shown only to callers who may see accounts (SPEC.md: stored on
+// every plan, visible on the account plans).
 
 export const EventListQuery = Type.Object({
   ...(({ interval: _i, compare: _c, ...rest }) => rest)(FilterProps),
@@ -35,25 +36,28 @@ export interface ExplorerEvent {
   properties: Record<string, unknown> | null;
 }
 
-// Small enough that a page's rows and text die young (the garbage collector's cheap generation)
-// instead of piling up in the old one between collections.
-export const EXPORT_PAGE = 1_000;
-
 export const seesAccounts = (p: Principal) =>
   p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
 
-type Keyed = ExplorerEvent & { at_key: string };
-async function page(q: Queryable, f: Filters, p: EventListParams, accounts: boolean, before: string[] | undefined, limit: number): Promise<Keyed[]> {
-  const sql = new Params();
+/** The explorer's events of the filters (after the keyset position `before` when given), newest first, without LIMIT. */
+function matching(f: Filters, p: EventListParams, sql: Params, columns: string, before: string[] | undefined): string {
   const extra: string[] = [];
   if (p.actor_id !== undefined) extra.push(`(e.actor_id = ${sql.p(p.actor_id)} OR l.identified_actor_id = ${sql.p(p.actor_id)})`);
   if (p.session_id !== undefined) extra.push(`e.session_id = ${sql.p(p.session_id)}::uuid`);
   if (before) extra.push(`(e.occurred_at, e.event_id) < (${sql.p(before[0])}::timestamptz, ${sql.p(before[1])}::uuid)`);
-  const columns = `e.event_id::text, e.occurred_at, e.received_at, (SELECT slug FROM products p WHERE p.id = e.product_id) AS product, e.product_version, e.category, e.name,
+  return `${rawEvents(f, sql, columns)}${extra.length ? ' AND ' + extra.join(' AND ') : ''} ORDER BY e.occurred_at DESC, e.event_id DESC`;
+}
+
+const PRODUCT = '(SELECT slug FROM products p WHERE p.id = e.product_id)';
+const EVENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type Keyed = ExplorerEvent & { at_key: string };
+async function page(q: Queryable, f: Filters, p: EventListParams, accounts: boolean, before: string[] | undefined, limit: number): Promise<Keyed[]> {
+  const sql = new Params();
+  const columns = `e.event_id::text, e.occurred_at, e.received_at, ${PRODUCT} AS product, e.product_version, e.category, e.name,
      e.actor_id, l.identified_actor_id, e.session_id::text, e.account_id, e.license_id, e.properties, ${exactTime('e.occurred_at')} AS at_key`;
-  const base = rawEvents(f, sql, columns);
   const rows = await q.query<Omit<Keyed, 'occurred_at' | 'received_at'> & { occurred_at: Date; received_at: Date }>(
-    `${base}${extra.length ? ' AND ' + extra.join(' AND ') : ''} ORDER BY e.occurred_at DESC, e.event_id DESC LIMIT ${sql.p(limit)}`,
+    `${matching(f, p, sql, columns, before)} LIMIT ${sql.p(limit)}`,
     sql.values,
   );
   return rows.map(({ account_id, license_id, ...r }) => ({
@@ -66,24 +70,146 @@ async function page(q: Queryable, f: Filters, p: EventListParams, accounts: bool
 
 export async function listEvents(q: Queryable, principal: Principal, p: EventListParams, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
-  const before = keysetCursor(p.cursor, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+  const before = keysetCursor(p.cursor, EVENT_ID);
   const limit = p.limit ?? 50;
   const rows = f.scope.empty ? [] : await page(q, f, p, seesAccounts(principal), before, limit + 1);
   const paged = pageOf(rows, limit, (r) => [r.at_key, r.event_id]);
   return { ...(await head(q, f.scope)), ...paged, data: paged.data.map(({ at_key: _k, ...r }) => r) };
 }
 
-/** Every matching event, newest first, page by page (the caller streams them out). */
-export async function* exportEvents(q: Queryable, principal: Principal, p: EventListParams, now: Date): AsyncGenerator<ExplorerEvent[]> {
-  const f = await resolveFilters(q, principal, p, now);
-  if (f.scope.empty) return;
-  const accounts = seesAccounts(principal);
-  let before: string[] | undefined;
-  for (;;) {
-    const rows = await page(q, f, p, accounts, before, EXPORT_PAGE);
-    if (rows.length > 0) yield rows.map(({ at_key: _k, ...r }) => r);
-    if (rows.length < EXPORT_PAGE) return;
-    const last = rows[rows.length - 1]!;
-    before = [last.at_key, last.event_id];
+// The export. PostgreSQL writes each row's line itself (one text value per row instead of
+// thirteen values, a row object, two Dates and the parsed properties), and the rows of a page
+// are joined into one string. The line says what the JSON page says, in its order: timestamps in
+// milliseconds as toISOString writes them, `properties` as PostgreSQL prints jsonb (`{"k": "v"}`:
+// the same JSON, with spaces), and CSV cells as csv.ts's cell() writes them. Where the memory
+// goes, and what this did and did not change: docs/benchmarks.md, "Reports".
+
+export type ExportFormat = 'csv' | 'ndjson';
+
+/** The CSV columns, in order (account_id and license_id stay empty for callers who may not see accounts). */
+export const EXPORT_COLUMNS = [
+  'event_id',
+  'occurred_at',
+  'received_at',
+  'product',
+  'product_version',
+  'category',
+  'name',
+  'actor_id',
+  'identified_actor_id',
+  'session_id',
+  'account_id',
+  'license_id',
+  'properties',
+] as const;
+
+const millis = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/** Columns whose text is ours (uuids, timestamps): no quote, comma, line break or formula-looking start, nothing to escape in JSON. */
+const PLAIN = new Set<string>(['event_id', 'occurred_at', 'received_at', 'session_id']);
+/**
+ * csv.ts's cell() of a text value: empty for null; a start a spreadsheet would run as a formula
+ * (= + - @ tab CR) prefixed with '; in double quotes, its quotes doubled, when it holds a quote, a
+ * comma, CR or LF. Two plain regular expressions per cell when it holds none of these (nearly
+ * always): one with an alternation of both costs four times as much.
+ */
+const csvText = (c: string) => {
+  const prefixed = `CASE WHEN ${c} ~ '^[=+@\\t\\r-]' THEN '''' || ${c} ELSE ${c} END`;
+  return `CASE WHEN ${c} IS NULL THEN '' WHEN ${c} ~ '[",\\r\\n]' THEN '"' || replace(${prefixed}, '"', '""') || '"'
+    WHEN ${c} ~ '^[=+@\\t\\r-]' THEN '''' || ${c} ELSE ${c} END`;
+};
+/** properties (an object or null: events' schema) as its JSON, quoted unless empty (it holds quotes), never prefixed (csv.ts prefixes strings only). */
+const csvJson = (c: string) =>
+  `CASE WHEN ${c} IS NULL OR ${c} = 'null' THEN '' WHEN ${c} = '{}' THEN '{}' ELSE '"' || replace(${c}::text, '"', '""') || '"' END`;
+const json = (c: string) => (PLAIN.has(c) ? `coalesce('"' || ${c} || '"', 'null')` : `coalesce(to_json(${c})::text, 'null')`);
+
+/** SQL for one row's line, over the page's columns (named as EXPORT_COLUMNS). */
+function lineSql(format: ExportFormat, accounts: boolean): string {
+  if (format === 'csv') {
+    const cells = EXPORT_COLUMNS.map((c) =>
+      c === 'properties' ? csvJson(c) : !accounts && (c === 'account_id' || c === 'license_id') ? `''` : PLAIN.has(c) ? `coalesce(${c}, '')` : csvText(c),
+    );
+    return `concat_ws(',', ${cells.join(', ')}) || E'\\r\\n'`;
   }
+  // The JSON page's key order: account_id and license_id last, and only for callers who may see accounts.
+  const keys = [...EXPORT_COLUMNS.filter((c) => c !== 'account_id' && c !== 'license_id'), ...(accounts ? ['account_id', 'license_id'] : [])];
+  const members = keys.map((c, i) => `'${i ? ',' : '{'}"${c}":' || ${c === 'properties' ? `coalesce(${c}::text, 'null')` : json(c)}`);
+  return `${members.join(' || ')} || E'}\\n'`;
+}
+
+interface ExportPage {
+  text: string;
+  n: number;
+  /** The last row's key when the page is full (a next page may follow). */
+  last: [string, string] | undefined;
+}
+/** One page: its rows' lines as one string, how many, and the last row's key when the page is full. */
+async function exportPage(
+  q: Queryable,
+  f: Filters,
+  p: EventListParams,
+  format: ExportFormat,
+  accounts: boolean,
+  before: string[] | undefined,
+  limit: number,
+): Promise<ExportPage> {
+  const sql = new Params();
+  const columns = `e.event_id::text AS event_id, ${millis('e.occurred_at')} AS occurred_at, ${millis('e.received_at')} AS received_at, ${PRODUCT} AS product,
+     e.product_version, e.category, e.name, e.actor_id, l.identified_actor_id, e.session_id::text AS session_id, e.account_id, e.license_id, e.properties,
+     e.occurred_at AS k_at, e.event_id AS k_id`;
+  const n = sql.p(limit);
+  // One row per event rather than the page as one text value: a value past 128 kB is a large
+  // object in V8, moved to the old generation by the first collection it lives through, and the
+  // driver buffers a whole message (twice its size) in memory outside the heap. The key (exact
+  // time, id) comes only on a full page's last row: the next page starts after it.
+  const rows = await q.query<{ line: string; k: string | null }>(
+    `SELECT ${lineSql(format, accounts)} AS line,
+            CASE WHEN row_number() OVER (ORDER BY k_at DESC, k_id DESC) = ${n} THEN ${exactTime('k_at')} || ' ' || k_id END AS k
+       FROM (${matching(f, p, sql, columns, before)} LIMIT ${n}) pg ORDER BY k_at DESC, k_id DESC`,
+    sql.values,
+  );
+  let text = '';
+  for (const r of rows) text += r.line;
+  const k = rows.length === limit ? rows[rows.length - 1]!.k!.split(' ') : undefined;
+  return { text, n: rows.length, last: k as [string, string] | undefined };
+}
+
+/**
+ * Every matching event, newest first (after `cursor` when given), as the export's text: the CSV
+ * header, then one string per page of `pageRows`. Parameters are checked (and the echo read)
+ * before it resolves, so that a bad one is still an error answer; the text is read only as the
+ * caller asks for it, which writes each page out before it asks for the next: memory holds a page
+ * or two whatever the size.
+ */
+export async function exportEvents(
+  q: Queryable,
+  principal: Principal,
+  p: EventListParams,
+  now: Date,
+  format: ExportFormat,
+  pageRows: number,
+): Promise<{ head: Awaited<ReturnType<typeof head>>; text: AsyncGenerator<string> }> {
+  const f = await resolveFilters(q, principal, p, now);
+  const cursor = keysetCursor(p.cursor, EVENT_ID);
+  const accounts = seesAccounts(principal);
+  // The next page is asked for from the socket's callbacks: its statement runs in the request's
+  // context all the same (on the embedded store, the read lane), not in theirs.
+  const inRequest = AsyncLocalStorage.snapshot();
+  async function* text(): AsyncGenerator<string> {
+    if (format === 'csv') yield EXPORT_COLUMNS.join(',') + '\r\n';
+    if (f.scope.empty) return;
+    const read = (before: string[] | undefined) => inRequest(() => exportPage(q, f, p, format, accounts, before, pageRows));
+    let next: Promise<ExportPage> | undefined = read(cursor);
+    try {
+      while (next) {
+        const page: ExportPage = await next;
+        // The next page is read while this one goes out: two pages in memory at most.
+        next = page.last ? read(page.last) : undefined;
+        if (page.n > 0) yield page.text;
+      }
+    } finally {
+      // A client gone mid-export: the statement already sent ends, nobody waits for it, and no other starts.
+      next?.catch(() => {});
+    }
+  }
+  return { head: await head(q, f.scope), text: text() };
 }
