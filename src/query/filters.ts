@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { AppError, forbidden, StoreUnavailableError, validationError } from '../errors.js';
+import { AppError, forbidden, validationError } from '../errors.js';
 import type { Permission } from '../domain/keys.js';
 import type { Queryable } from '../storage/db.js';
 import { rollupInfo } from '../storage/accounts.js';
@@ -214,27 +214,4 @@ export function keysetCursor(cursor: string | undefined, id: RegExp = /^.+$/su):
     new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0].slice(0, 10);
   if (!real || !id.test(key[1]!)) throw validationError([{ field: 'cursor', message: 'not a cursor this API returned' }]);
   return [key[0]!, key[1]!];
-}
-
-/**
- * CONTRACT.md: a query too large for its time budget (the store's statement timeout) is a 422
- * query_too_large naming what to narrow, never a 503.
- */
-export async function withinBudget<T>(answer: Promise<T>): Promise<T> {
-  try {
-    return await answer;
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    if (err instanceof StoreUnavailableError && (cause?.code === '57014' || /statement timeout|query read timeout/i.test(cause?.message ?? ''))) {
-      throw new AppError(
-        422,
-        'query_too_large',
-        'the query ran past its time budget: narrow the range, widen the interval, or add a product, name or account filter',
-        {
-          errors: [{ field: 'range', message: 'too large for the time budget' }],
-        },
-      );
-    }
-    throw err;
-  }
 }

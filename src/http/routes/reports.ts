@@ -8,7 +8,6 @@ import { ENV_FIELD_LIST, environmentShares, EnvironmentQuery } from '../../query
 import { Type } from 'typebox';
 import type { App, AppContext } from '../context.js';
 import { activeRows, answer, trendRows } from '../csv.js';
-import { withinBudget } from '../../query/filters.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -37,7 +36,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.TrendsAnswer, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'trends', await withinBudget(trends(ctx.db, principalOf(request), request.query, ctx.now())), trendRows),
+    async (request, reply) => answer(request, reply, 'trends', await trends(ctx.db, principalOf(request), request.query, ctx.now()), trendRows),
   );
 
   app.get(
@@ -54,8 +53,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ActiveActorsAnswer, ...errors },
       },
     },
-    async (request, reply) =>
-      answer(request, reply, 'active-actors', await withinBudget(activeActors(ctx.db, principalOf(request), request.query, ctx.now())), activeRows),
+    async (request, reply) => answer(request, reply, 'active-actors', await activeActors(ctx.db, principalOf(request), request.query, ctx.now()), activeRows),
   );
 
   app.get(
@@ -73,12 +71,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      answer(
-        request,
-        reply,
-        'exception-trend',
-        await withinBudget(exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
-      ),
+      answer(request, reply, 'exception-trend', await exceptionTrend(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
   );
 
   app.get(
@@ -102,7 +95,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         request,
         reply,
         'exception-occurrences',
-        await withinBudget(exceptionOccurrences(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now())),
+        await exceptionOccurrences(ctx.db, principalOf(request), request.params.fingerprint, request.query, ctx.now()),
       ),
   );
 
@@ -122,7 +115,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      answer(request, reply, 'versions', await withinBudget(versionsReport(ctx.db, principalOf(request), request.query, ctx.now())), (a) => a.adoption),
+      answer(request, reply, 'versions', await versionsReport(ctx.db, principalOf(request), request.query, ctx.now()), (a) => a.adoption),
   );
 
   app.get(
@@ -138,7 +131,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.AccountsOverTime, ...errors },
       },
     },
-    async (request, reply) => answer(request, reply, 'accounts', await withinBudget(accountsOverTime(ctx.db, principalOf(request), request.query, ctx.now()))),
+    async (request, reply) => answer(request, reply, 'accounts', await accountsOverTime(ctx.db, principalOf(request), request.query, ctx.now())),
   );
 
   app.get(
@@ -157,11 +150,6 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      answer(
-        request,
-        reply,
-        'environment',
-        await withinBudget(environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now())),
-      ),
+      answer(request, reply, 'environment', await environmentShares(ctx.db, principalOf(request), request.params.field, request.query, ctx.now())),
   );
 }
