@@ -3,8 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { v7 as uuidv7 } from 'uuid';
 import { mergePlans } from '../src/domain/plans.js';
-import type { App } from '../src/http/context.js';
-import { countStored, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { countStored, event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -16,15 +15,6 @@ const HOUR = 3_600_000;
 const STARTED = new Date(Math.floor(Date.now() / 1000) * 1000 - HOUR).toISOString();
 const at = (offsetMs: number) => new Date(Date.parse(STARTED) + offsetMs).toISOString();
 const header = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
-
-function post(app: App, key: string, url: string, body: unknown, headers: Record<string, string> = {}) {
-  return app.inject({
-    method: 'POST',
-    url,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
-    payload: JSON.stringify(body),
-  });
-}
 
 async function environments(tenantId: string): Promise<{ actor_id: string; session_id: string; data: unknown }[]> {
   return t.db.query('SELECT actor_id, session_id, data FROM environments WHERE tenant_id = $1 ORDER BY actor_id, session_id', [tenantId]);

@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import { ADMIN_TOKEN, createProduct, createTenant, get, startTestApp, tenantWithProduct, type Tenant, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, createProduct, createTenant, get, startTestApp, tenantWithProduct, type Tenant, type TestApp, post as postJson } from './helpers/app.js';
 
 let t: TestApp;
 let tenant: Tenant & { productId: string };
@@ -25,12 +25,7 @@ before(async () => {
   tenant = await tenantWithProduct(t.app, 'business');
   await createProduct(t.app, tenant.adminKey, 'web');
   const post = async (url: string, payload: unknown) => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url,
-      headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
-      payload: JSON.stringify(payload),
-    });
+    const res = await postJson(t.app, tenant.ingestKey, url, payload);
     assert.equal(res.statusCode, 200, res.body);
     return res.json();
   };

@@ -5,7 +5,7 @@ import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { compactDay } from '../src/storage/read-model/compact.js';
 import { foldNewRows, foldRange } from '../src/storage/rollups.js';
-import { event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -38,15 +38,6 @@ async function crashMidFold(): Promise<void> {
     }),
     /crash/,
   );
-}
-
-function post(key: string, url: string, payload: unknown) {
-  return t.app.inject({
-    method: 'POST',
-    url,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    payload: JSON.stringify(payload),
-  });
 }
 
 type Row = Record<string, unknown>;
@@ -150,7 +141,7 @@ describe('read model', () => {
     // The session starts with no account; its events carry one (S1 above, acme/L1).
     assert.equal(
       (
-        await post(tn.ingestKey, '/v1/events/sessions', {
+        await post(t.app, tn.ingestKey, '/v1/events/sessions', {
           session_id: S1,
           actor_id: 'anon-1',
           product: 'app',
@@ -166,7 +157,7 @@ describe('read model', () => {
     // identify after anon-1 was folded: its rows move to user-1, including the late day.
     assert.equal(
       (
-        await post(tn.ingestKey, '/v1/actors/identify', {
+        await post(t.app, tn.ingestKey, '/v1/actors/identify', {
           anonymous_actor_id: 'anon-1',
           identified_actor_id: 'user-1',
           identified_at: at(120_000),
@@ -182,7 +173,7 @@ describe('read model', () => {
     );
     assert.equal(
       (
-        await post(tn.ingestKey, '/v1/events/sessions', {
+        await post(t.app, tn.ingestKey, '/v1/events/sessions', {
           session_id: S2,
           actor_id: 'u2',
           product: 'app',
@@ -206,11 +197,11 @@ describe('read model', () => {
       account_id: 'acme',
       session_id: session,
     });
-    assert.equal((await post(tn.ingestKey, '/v1/events/exceptions', exception('x1', 'non_fatal', S2))).statusCode, 200);
+    assert.equal((await post(t.app, tn.ingestKey, '/v1/events/exceptions', exception('x1', 'non_fatal', S2))).statusCode, 200);
     await crashMidFold();
     await runJob(0, 1); // slices one transaction id wide
-    assert.equal((await post(tn.ingestKey, '/v1/events/exceptions', exception('x2', 'fatal', S1))).statusCode, 200);
-    assert.equal((await post(tn.ingestKey, '/v1/events/sessions/end', { session_id: S2, ended_at: at(300_000), end_reason: 'normal' })).statusCode, 200);
+    assert.equal((await post(t.app, tn.ingestKey, '/v1/events/exceptions', exception('x2', 'fatal', S1))).statusCode, 200);
+    assert.equal((await post(t.app, tn.ingestKey, '/v1/events/sessions/end', { session_id: S2, ended_at: at(300_000), end_reason: 'normal' })).statusCode, 200);
     await runJob();
     await runJob(); // nothing new: nothing counted twice
     await assertMatchesRaw(tn.id, 'deltas');

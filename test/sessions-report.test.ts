@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, get, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, get, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
@@ -22,12 +22,7 @@ before(async () => {
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
   const post = async (url: string, payload: unknown) => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url,
-      headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
-      payload: JSON.stringify(payload),
-    });
+    const res = await postJson(t.app, tenant.ingestKey, url, payload);
     assert.equal(res.statusCode, 200, res.body);
     return res.json();
   };

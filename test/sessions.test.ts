@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { v7 as uuidv7 } from 'uuid';
 import { sessionTimeoutJob } from '../src/jobs/session-timeouts.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -17,16 +17,8 @@ const STARTED = new Date(Math.floor(Date.now() / 1000) * 1000 - HOUR).toISOStrin
 const at = (offsetMs: number) => new Date(Date.parse(STARTED) + offsetMs).toISOString();
 const ENDED = at(HOUR);
 
-function post(key: string | undefined, url: string, body: unknown, app = t.app) {
-  return app.inject({
-    method: 'POST',
-    url,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json' },
-    payload: JSON.stringify(body),
-  });
-}
-const start = (key: string | undefined, body: unknown, app = t.app) => post(key, '/v1/events/sessions', body, app);
-const end = (key: string | undefined, body: unknown, app = t.app) => post(key, '/v1/events/sessions/end', body, app);
+const start = (key: string | undefined, body: unknown, app = t.app) => post(app, key, '/v1/events/sessions', body);
+const end = (key: string | undefined, body: unknown, app = t.app) => post(app, key, '/v1/events/sessions/end', body);
 
 function sessionStart(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { session_id: uuidv7(), actor_id: 'actor-1', product: 'app', product_version: '1.0.0', started_at: STARTED, ...overrides };

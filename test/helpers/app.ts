@@ -96,6 +96,16 @@ export function postEvents(app: App, key: string, body: unknown, extra: Partial<
   });
 }
 
+/** A JSON POST with a Bearer key (none when key is undefined). */
+export function post(app: App, key: string | undefined, url: string, body: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: 'POST',
+    url,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(body),
+  });
+}
+
 export function get(app: App, key: string, url: string): Promise<LightMyRequestResponse> {
   return app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
 }
