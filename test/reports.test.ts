@@ -139,6 +139,46 @@ describe('GET /v1/reports/trends', () => {
     ]);
   });
 
+  it('counts actors per week, an account "other" and a range of more than 63 days from the read model', async () => {
+    // Up to 63 buckets, each actor's buckets are one bigint's bits; past that, (bucket, actor) pairs.
+    const weeks = await ok(`/v1/reports/trends?${RANGE}&interval=week`);
+    assert.equal(weeks.source, 'read_model');
+    // Week of Jan 26 (Jan 29–Feb 1 in range): a1 ×3, a2 ×2 = 5 events by 2; week of Feb 2: a2, a3, a4.
+    assert.deepEqual(points(weeks.series[0]), [
+      ['2026-01-26', 5, 2],
+      ['2026-02-02', 3, 3],
+    ]);
+    assert.deepEqual(weeks.series[0].total, { events: 8, actors: 4 });
+    const top = await ok(`/v1/reports/trends?${RANGE}&breakdown=account&limit=1`);
+    assert.equal(top.source, 'read_model');
+    assert.deepEqual(
+      top.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total]),
+      [
+        ['globex', false, { events: 5, actors: 3 }],
+        [null, true, { events: 3, actors: 1 }], // acme: a1
+      ],
+    );
+    assert.deepEqual(
+      points(top.series[1]).map((p) => p[2]),
+      [1, 0, 1, 1, 0],
+    );
+    const long = await ok('/v1/reports/trends?from=2025-11-01&to=2026-02-03');
+    assert.equal(long.source, 'read_model');
+    assert.equal(long.series[0].data.length, 94);
+    assert.deepEqual(long.series[0].total, { events: 9, actors: 4 }); // a4's Jan 20 too
+    assert.deepEqual(
+      points(long.series[0]).filter((p) => p[1] !== 0),
+      [
+        ['2026-01-20', 1, 1],
+        ['2026-01-29', 1, 1],
+        ['2026-01-30', 1, 1],
+        ['2026-01-31', 1, 1],
+        ['2026-02-01', 2, 2],
+        ['2026-02-02', 3, 3],
+      ],
+    );
+  });
+
   it('breaks down by name: the top value, then "other"', async () => {
     const body = await ok(`/v1/reports/trends?${RANGE}&breakdown=name&limit=1`);
     // click: 6 events (a1 ×2, a2 ×2, a3, a4), 4 actors; other = view: a1 Feb 1, a2 Feb 2.

@@ -101,6 +101,36 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
     if (s.productId) w.push(`product_id = ${sql.p(s.productId)}`);
     events = `SELECT date_trunc('${i}', hour AT TIME ZONE ${tz()}) AS b, NULL::text AS k, sum(events) AS n FROM rm_event_hours WHERE ${w.join(' AND ')} GROUP BY 1`;
   }
+  const k = column ? `nullif(a.${column}, '')` : 'NULL::text';
+  const other = (alias: string) => (b ? `NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ${alias}.k)` : 'false');
+  const ranked = `WITH ev AS MATERIALIZED (${events}),
+     top AS (SELECT k FROM ev GROUP BY k ORDER BY sum(n) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
+     e AS (SELECT b, n, ${other('ev')} AS o, k FROM ev)`;
+  const eventRows = `SELECT b, o, CASE WHEN o THEN NULL ELSE k END AS k, sum(n) AS events, 0 AS actors FROM e
+      GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END))`;
+  const answer = (cte: string, actorRows: string) =>
+    q.query<Row>(
+      `${ranked}, ${cte},
+       u AS (${eventRows} UNION ALL ${actorRows})
+       SELECT ${label('b', s)} AS date, k, o, sum(events) AS events, sum(actors) AS actors FROM u GROUP BY b, o, k`,
+      sql.values,
+    );
+
+  const index = i === 'hour' ? undefined : bucketIndex(i, first, last, sql);
+  if (index) {
+    // Up to 63 buckets: each actor's buckets as the bits of one bigint, from one hash aggregate by
+    // actor (not by actor and bucket); actors with the same bits are counted together, so a bucket's
+    // count adds up a few masks and the range's is the number of actors.
+    const days = localActorDays(f, sql, first, last, `${index.of('a.lday')} AS i, ${k} AS k, a.actor_id`);
+    return answer(
+      `m AS (SELECT k, actor_id, bit_or(1::bigint << i) AS mask FROM (${days}) d GROUP BY k, actor_id),
+       mo AS (SELECT o, CASE WHEN o THEN NULL ELSE k END AS k, actor_id, bit_or(mask) AS mask FROM (SELECT m.*, ${other('m')} AS o FROM m) x GROUP BY 1, 2, 3),
+       c AS (SELECT o, k, mask, count(*) AS n FROM mo GROUP BY o, k, mask)`,
+      `SELECT ${index.bucket('i')}, o, k, 0, sum(n) FROM c CROSS JOIN generate_series(0, 62) i WHERE mask & (1::bigint << i) <> 0 GROUP BY i, o, k
+       UNION ALL
+       SELECT NULL, o, k, 0, sum(n) FROM c GROUP BY o, k`,
+    );
+  }
   const actors =
     i === 'hour'
       ? `SELECT date_trunc('hour', x.at AT TIME ZONE ${tz()}) AS b, ${key} AS k, a.actor_id FROM rm_actor_days a
@@ -115,25 +145,39 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
             `x.at >= ${sql.p(s.from)}`,
             `x.at < ${sql.p(to)}`,
           ].join(' AND ')}`
-      : localActorDays(
-          f,
-          sql,
-          first,
-          last,
-          `date_trunc('${i}', a.lday::timestamp) AS b, ${column ? `nullif(a.${column}, '')` : 'NULL::text'} AS k, a.actor_id`,
-        );
-  return q.query<Row>(
-    `WITH ev AS MATERIALIZED (${events}),
-     top AS (SELECT k FROM ev GROUP BY k ORDER BY sum(n) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
-     e AS (SELECT b, n, NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ev.k) AS o, k FROM ev),
-     a AS (SELECT b, actor_id, NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ac.k) AS o, k FROM (${actors}) ac),
-     u AS (
-       SELECT b, o, CASE WHEN o THEN NULL ELSE k END AS k, sum(n) AS events, 0 AS actors FROM e GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END))
-       UNION ALL
-       SELECT b, o, CASE WHEN o THEN NULL ELSE k END, 0, count(DISTINCT actor_id) FROM a GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END)))
-     SELECT ${label('b', s)} AS date, k, o, sum(events) AS events, sum(actors) AS actors FROM u GROUP BY b, o, k`,
-    sql.values,
+      : localActorDays(f, sql, first, last, `date_trunc('${i}', a.lday::timestamp) AS b, ${k} AS k, a.actor_id`);
+  // Distinct actors by hashing, per bucket and over the range: a sort-based count(DISTINCT) under
+  // GROUPING SETS sorts every actor day, spilling past work_mem.
+  return answer(
+    `a AS MATERIALIZED (
+       SELECT DISTINCT b, o, CASE WHEN o THEN NULL ELSE k END AS k, actor_id
+         FROM (SELECT ac.b, ac.actor_id, ac.k, ${other('ac')} AS o FROM (${actors}) ac) x)`,
+    `SELECT b, o, k, 0, count(*) FROM a GROUP BY b, o, k
+     UNION ALL
+     SELECT NULL, o, k, 0, count(*) FROM (SELECT DISTINCT o, k, actor_id FROM a) r GROUP BY o, k`,
   );
+}
+
+type Ymd = { y: number; m: number; d: number };
+const MAX_MASK_BUCKETS = 63;
+
+/**
+ * A local day's bucket as a number from 0 (the bucket of `first`), and back, when the range has at
+ * most 63 buckets of the interval; else undefined.
+ */
+function bucketIndex(i: 'day' | 'week' | 'month', first: Ymd, last: Ymd, sql: Params): { of(day: string): string; bucket(n: string): string } | undefined {
+  const days = (Date.UTC(last.y, last.m - 1, last.d) - Date.UTC(first.y, first.m - 1, first.d)) / DAY_MS;
+  const buckets = i === 'day' ? days + 1 : i === 'week' ? Math.floor(days / 7) + 2 : (last.y - first.y) * 12 + last.m - first.m + 1;
+  if (buckets > MAX_MASK_BUCKETS) return undefined;
+  const start = sql.p(`${first.y}-${String(first.m).padStart(2, '0')}-${String(first.d).padStart(2, '0')}`);
+  const b0 = `date_trunc('${i}', ${start}::timestamp)`;
+  if (i === 'day') return { of: (d) => `(${d} - ${start}::date)`, bucket: (n) => `${start}::date::timestamp + make_interval(days => ${n})` };
+  if (i === 'week')
+    return { of: (d) => `((date_trunc('week', ${d}::timestamp)::date - ${b0}::date) / 7)`, bucket: (n) => `${b0} + make_interval(days => 7 * ${n})` };
+  return {
+    of: (d) => `((extract(year FROM ${d})::int - ${first.y}) * 12 + extract(month FROM ${d})::int - ${first.m})`,
+    bucket: (n) => `${b0} + make_interval(months => ${n})`,
+  };
 }
 
 /** The series of one period: per breakdown value (top N by events, then "other"), every bucket filled. */
