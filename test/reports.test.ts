@@ -271,6 +271,29 @@ describe('GET /v1/reports/active-actors', () => {
     );
   });
 
+  it('answers a range of more than 63 days (two words of days per actor) as the short range on the days they share', async () => {
+    // From Nov 1 the windows reach back to Oct 1: 126 days.
+    const long = await ok('/v1/reports/active-actors?from=2025-11-01&to=2026-02-03');
+    const short = await ok(`/v1/reports/active-actors?${RANGE}`);
+    assert.equal(long.rolling.length, 94);
+    assert.deepEqual(long.rolling.slice(-5), short.rolling);
+    assert.deepEqual(long.lifecycle.slice(-5), short.lifecycle);
+    // a4 on Jan 20: new (first seen), DAU = WAU = MAU = 1; Jan 21: dormant.
+    const on = (date: string) => long.lifecycle.find((l: { date: string }) => l.date === date);
+    assert.deepEqual(on('2026-01-20'), { date: '2026-01-20', new: 1, returning: 0, resurrecting: 0, dormant: 0 });
+    assert.deepEqual(on('2026-01-21'), { date: '2026-01-21', new: 0, returning: 0, resurrecting: 0, dormant: 1 });
+    assert.deepEqual(
+      long.rolling.find((r: { date: string }) => r.date === '2026-01-20'),
+      { date: '2026-01-20', dau: 1, wau: 1, mau: 1, dau_mau: 1 },
+    );
+    // Days active in the range: a3 1, a4 2 (Jan 20, Feb 2), a1 3, a2 3.
+    assert.deepEqual(long.stickiness.days_active, [
+      { days: 1, actors: 1 },
+      { days: 2, actors: 1 },
+      { days: 3, actors: 2 },
+    ]);
+  });
+
   it('lifecycle and days active per week', async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}&interval=week`);
     // Week of Jan 26: a1, a2 active, both first seen that week (new); a4 was active the week of Jan 19 (dormant).

@@ -12,77 +12,125 @@ import { actorDays } from './actor-days.js';
 export const ActiveActorsQuery = Type.Object(FilterProps);
 export type ActiveActorsParams = Static<typeof ActiveActorsQuery>;
 
-const n = (v: unknown) => Number(v ?? 0);
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000);
 
+const DAY_MS = 86_400_000;
+/** Days per 64-bit word of an actor's mask (bit 63, the sign, unused). */
+const WORD = 63;
+type Interval = 'day' | 'week' | 'month';
+const ms = (day: string) => Date.parse(`${day}T00:00:00Z`);
+const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
+/** The bucket (its first day) a local day falls in: PostgreSQL's date_trunc, weeks from Monday. */
+function bucketOf(day: string, i: Interval): string {
+  if (i === 'day') return day;
+  if (i === 'month') return `${day.slice(0, 8)}01`;
+  return iso(ms(day) - ((new Date(ms(day)).getUTCDay() + 6) % 7) * DAY_MS);
+}
+function shift(bucket: string, i: Interval, n: number): string {
+  if (i !== 'month') return iso(ms(bucket) + n * (i === 'day' ? 1 : 7) * DAY_MS);
+  const d = new Date(ms(bucket));
+  return iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + n, 1));
+}
+
+/**
+ * One hash aggregate by actor makes each actor's active days a bit mask (63 days per bigint word,
+ * from the first day the rolling windows reach back to); actors with the same days and the same
+ * first-seen bucket come back as one row with their number. Every figure is then counted here from
+ * those rows: DAU, WAU and MAU on each day (any active day in the 1, 7 or 30 days ending on it),
+ * active actors and days active per bucket, and lifecycle (new: first seen in the bucket; returning:
+ * active in the previous bucket too; resurrecting: not; dormant: active in the previous bucket, not
+ * in this one). A sort of every (actor, day) pair by window functions took seconds on the
+ * embedded store at 1M events.
+ */
 async function period(q: Queryable, f: Filters) {
   const s = f.scope;
   const sql = new Params();
   const ad = actorDays(f, sql);
-  const tz = sql.p(s.tz);
-  const i = s.interval;
-  const firstDay = sql.p(ad.firstDay);
-  const lastDay = sql.p(ad.lastDay);
-  const step = `interval '1 ${i}'`;
-  const ctes = `WITH ad AS MATERIALIZED (${ad.sql}),
-    days AS (SELECT d::date AS day FROM generate_series(${firstDay}::date, ${lastDay}::date, interval '1 day') d),
-    bk AS (SELECT generate_series(date_trunc('${i}', ${firstDay}::date::timestamp), ${lastDay}::date::timestamp, ${step}) AS b),
-    ab AS MATERIALIZED (SELECT DISTINCT actor, date_trunc('${i}', day::timestamp) AS b FROM ad),
-    fb AS (SELECT a.actor, coalesce(date_trunc('${i}', f.first_seen AT TIME ZONE ${tz}), min(a.b)) AS b
-             FROM ab a LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.p(s.tenantId)} AND f.actor_id = a.actor GROUP BY a.actor, f.first_seen)`;
-  // Rolling windows in one pass over the pairs: an actor active on day d, next active on day n,
-  // counts in the N-day window ending on each of the days [d, min(n, d + N)), disjoint for its
-  // successive days; so +1 at d and -1 at min(n, d + N), summed cumulatively over the days.
-  // Lifecycle from each (actor, bucket) with its previous and next active bucket.
-  const rows = await q.query<{ part: string; date: string; a: string; b: string; c: string; d: string }>(
-    `${ctes},
-    nx AS (SELECT day, lead(day) OVER (PARTITION BY actor ORDER BY day) AS n FROM ad),
-    delta AS (
-      SELECT d, sum(a) AS a, sum(b) AS b, sum(c) AS c FROM (
-        SELECT day AS d, 1 AS a, 1 AS b, 1 AS c FROM nx
-        UNION ALL SELECT day + 1, -1, 0, 0 FROM nx
-        UNION ALL SELECT least(n, day + 7), 0, -1, 0 FROM nx
-        UNION ALL SELECT least(n, day + 30), 0, 0, -1 FROM nx) x
-       GROUP BY d),
-    roll AS (
-      SELECT days.day, sum(coalesce(delta.a, 0)) OVER w AS a, sum(coalesce(delta.b, 0)) OVER w AS b, sum(coalesce(delta.c, 0)) OVER w AS c
-        FROM (SELECT d::date AS day FROM generate_series((SELECT min(day) FROM ad), ${lastDay}::date, interval '1 day') d) days
-        LEFT JOIN delta ON delta.d = days.day WINDOW w AS (ORDER BY days.day)),
-    lc AS (
-      SELECT ab.b, fb.b AS first, lag(ab.b) OVER (PARTITION BY ab.actor ORDER BY ab.b) AS prev, lead(ab.b) OVER (PARTITION BY ab.actor ORDER BY ab.b) AS next
-        FROM ab JOIN fb ON fb.actor = ab.actor),
-    lcc AS (
-      SELECT b, count(*) FILTER (WHERE first = b) AS a, count(*) FILTER (WHERE first < b AND prev = b - ${step}) AS b2,
-             count(*) FILTER (WHERE first < b AND prev IS DISTINCT FROM b - ${step}) AS c, 0 AS d FROM lc GROUP BY b
-      UNION ALL
-      SELECT b + ${step}, 0, 0, 0, count(*) FROM lc WHERE next IS DISTINCT FROM b + ${step} GROUP BY b + ${step})
-     SELECT 'rolling' AS part, to_char(days.day, 'YYYY-MM-DD') AS date, coalesce(roll.a, 0) AS a, coalesce(roll.b, 0) AS b, coalesce(roll.c, 0) AS c, 0 AS d
-       FROM days LEFT JOIN roll ON roll.day = days.day
-     UNION ALL
-     SELECT 'lifecycle', to_char(bk.b, 'YYYY-MM-DD'), coalesce(sum(lcc.a), 0), coalesce(sum(lcc.b2), 0), coalesce(sum(lcc.c), 0), coalesce(sum(lcc.d), 0)
-       FROM bk LEFT JOIN lcc ON lcc.b = bk.b GROUP BY bk.b
-     UNION ALL
-     SELECT 'active', to_char(b, 'YYYY-MM-DD'), count(DISTINCT actor), 0, 0, 0 FROM ad CROSS JOIN LATERAL (SELECT date_trunc('${i}', ad.day::timestamp) AS b) x
-      WHERE ad.day >= ${firstDay}::date GROUP BY b
-     UNION ALL
-     SELECT 'days_active', n::text, count(*), 0, 0, 0 FROM (
-       SELECT actor, count(*) AS n FROM ad WHERE ad.day >= ${firstDay}::date GROUP BY actor${i === 'day' ? '' : `, date_trunc('${i}', day::timestamp)`}) x GROUP BY n`,
+  const i = s.interval as Interval;
+  const back = ms(ad.backDay);
+  const span = (ms(ad.lastDay) - back) / DAY_MS + 1;
+  const from = (ms(ad.firstDay) - back) / DAY_MS;
+  const b0 = sql.p(ad.backDay);
+  const off = `(day - ${b0}::date)`;
+  const words = Array.from({ length: Math.ceil(span / WORD) }, (_, w) => w);
+  const rows = await q.query<{ w: string; first: string | null; n: string }>(
+    `WITH m AS (
+       SELECT actor, ${words.map((w) => `bit_or(CASE WHEN ${off} / ${WORD} = ${w} THEN 1::bigint << (${off} % ${WORD}) ELSE 0 END) AS w${w}`).join(', ')}
+         FROM (${ad.sql}) ad GROUP BY actor)
+     SELECT concat_ws(',', ${words.map((w) => `m.w${w}::text`).join(', ')}) AS w,
+            to_char(date_trunc('${i}', f.first_seen AT TIME ZONE ${sql.p(s.tz)}), 'YYYY-MM-DD') AS first, count(*) AS n
+       FROM m LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.p(s.tenantId)} AND f.actor_id = m.actor
+      GROUP BY 1, 2`,
     sql.values,
   );
-  const part = (name: string) =>
-    rows.filter((r) => r.part === name).sort((x, y) => (x.part === 'days_active' ? n(x.date) - n(y.date) : x.date.localeCompare(y.date)));
-  const active = new Map(part('active').map((r) => [r.date, n(r.a)]));
-  const lifecycle = part('lifecycle').map((r) => ({ date: r.date, new: n(r.a), returning: n(r.b), resurrecting: n(r.c), dormant: n(r.d) }));
-  const rolling = part('rolling').map((r) => ({ date: r.date, dau: n(r.a), wau: n(r.b), mau: n(r.c), dau_mau: ratio(n(r.a), n(r.c)) }));
+
+  const days = Array.from({ length: span }, (_, d) => iso(back + d * DAY_MS));
+  const bucketOfDay = days.map((d) => bucketOf(d, i));
+  const buckets: string[] = [];
+  for (let b = bucketOf(ad.firstDay, i); b <= ad.lastDay; b = shift(b, i, 1)) buckets.push(b);
+  const roll = { dau: new Array<number>(span).fill(0), wau: new Array<number>(span).fill(0), mau: new Array<number>(span).fill(0) };
+  const active = new Map<string, number>();
+  const daysActive = new Map<number, number>();
+  const life = buckets.map(() => ({ new: 0, returning: 0, resurrecting: 0, dormant: 0 }));
+  const on = new Uint8Array(span);
+  const upTo = new Int32Array(span + 1); // upTo[d + 1]: active days up to d
+  const any = (a: number, b: number) => upTo[b + 1]! - upTo[Math.max(0, a)]! > 0;
+  for (const r of rows) {
+    const n = Number(r.n);
+    on.fill(0);
+    r.w.split(',').forEach((word, w) => {
+      const v = BigInt(word);
+      const lo = Number(v & 0xffffffffn);
+      const hi = Number(v >> 32n);
+      for (let bit = 0; bit < WORD; bit++) if ((bit < 32 ? (lo >>> bit) & 1 : (hi >>> (bit - 32)) & 1) === 1) on[w * WORD + bit] = 1;
+    });
+    for (let d = 0; d < span; d++) upTo[d + 1] = upTo[d]! + on[d]!;
+    for (let d = from; d < span; d++) {
+      if (on[d]) roll.dau[d]! += n;
+      if (any(d - 6, d)) roll.wau[d]! += n;
+      if (any(d - 29, d)) roll.mau[d]! += n;
+    }
+    // Buckets: every active one (the days before the range too, for lifecycle), and active days per bucket within the range.
+    const all = new Set<string>();
+    const within = new Map<string, number>();
+    for (let d = 0; d < span; d++) {
+      if (!on[d]) continue;
+      const b = bucketOfDay[d]!;
+      all.add(b);
+      if (d >= from) within.set(b, (within.get(b) ?? 0) + 1);
+    }
+    for (const b of within.keys()) active.set(b, (active.get(b) ?? 0) + n);
+    // Days active per actor in the range (interval day), else per actor and bucket.
+    for (const count of i === 'day' ? (within.size ? [[...within.values()].reduce((a, c) => a + c, 0)] : []) : within.values())
+      daysActive.set(count, (daysActive.get(count) ?? 0) + n);
+    const first = r.first ?? [...all].sort()[0]!;
+    buckets.forEach((b, k) => {
+      const now = all.has(b);
+      const before = all.has(shift(b, i, -1));
+      if (now && first === b) life[k]!.new += n;
+      else if (now && first < b) life[k]![before ? 'returning' : 'resurrecting'] += n;
+      else if (!now && before) life[k]!.dormant += n;
+    });
+  }
+
+  const rolling = days
+    .slice(from)
+    .map((date, k) => ({
+      date,
+      dau: roll.dau[from + k]!,
+      wau: roll.wau[from + k]!,
+      mau: roll.mau[from + k]!,
+      dau_mau: ratio(roll.dau[from + k]!, roll.mau[from + k]!),
+    }));
   const withMau = rolling.filter((r) => r.mau > 0);
   return {
     source: ad.source,
-    data: lifecycle.map((l) => ({ date: l.date, active: active.get(l.date) ?? 0 })),
+    data: buckets.map((date) => ({ date, active: active.get(date) ?? 0 })),
     rolling,
-    lifecycle,
+    lifecycle: buckets.map((date, k) => ({ date, ...life[k]! })),
     stickiness: {
       dau_mau: withMau.length === 0 ? 0 : Math.round((withMau.reduce((a, r) => a + r.dau / r.mau, 0) / withMau.length) * 10_000) / 10_000,
-      days_active: part('days_active').map((r) => ({ days: n(r.date), actors: n(r.a) })),
+      days_active: [...daysActive].sort((x, y) => x[0] - y[0]).map(([days, actors]) => ({ days, actors })),
     },
   };
 }

@@ -13,8 +13,10 @@ import { localDate, zonedMidnight } from '../scope.js';
 export const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT', 'Etc/Zulu', 'Zulu', 'Etc/Universal', 'Universal']);
 
 export interface ActorDays {
-  /** SQL of a CTE body with columns day (date) and actor (text). */
+  /** SQL of a CTE body with columns day (date) and actor (text); a pair may come more than once. */
   sql: string;
+  /** The first local day the CTE reaches back to. */
+  backDay: string;
   /** First and last local day of the range itself (the CTE reaches back further, for rolling windows and lifecycle). */
   firstDay: string;
   lastDay: string;
@@ -98,9 +100,9 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
   const back = Math.min(zonedMidnight(first.y, first.m, first.d - 29, s.tz).getTime(), zonedMidnight(first.y, first.m - 1, 1, s.tz).getTime());
   const backDay = localDate(new Date(back), s.tz);
   const wide: Filters = { ...f, scope: { ...s, from: new Date(back) } };
-  const range = { firstDay: iso(first), lastDay: iso(last) };
+  const range = { firstDay: iso(first), lastDay: iso(last), backDay: iso(backDay) };
   if (!actorDaysAnswer(f, backDay, last)) {
-    return { ...range, source: 'events', sql: rawEvents(wide, sql, `DISTINCT (e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
+    return { ...range, source: 'events', sql: rawEvents(wide, sql, `(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
   }
-  return { ...range, source: 'read_model', sql: `${localActorDays(f, sql, backDay, last, 'DISTINCT a.lday AS day, a.actor_id AS actor')}` };
+  return { ...range, source: 'read_model', sql: localActorDays(f, sql, backDay, last, 'a.lday AS day, a.actor_id AS actor') };
 }
