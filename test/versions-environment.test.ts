@@ -97,6 +97,20 @@ describe('GET /v1/reports/versions', () => {
     assert.deepEqual(body.archived_accounts, [{ account_id: 'B', version: '1.0', actors: 1, last_seen: '2026-05-12T11:00:00.000Z' }]);
   });
 
+  it('answers a range of more than 63 days as the short range, per week and per day', async () => {
+    // Past 63 buckets each (actor, version) keeps an array of its buckets, not a bigint's bits.
+    const long = await ok('/v1/reports/versions?product=app&from=2026-02-01&to=2026-05-20');
+    const short = await ok(`/v1/reports/versions?product=app&${RANGE}`);
+    assert.deepEqual([long.adoption, long.share_on_latest, long.archived_accounts], [short.adoption, short.share_on_latest, short.archived_accounts]);
+    // Week of May 4 (May 10): 1.0 by u1, u2; week of May 11: 2.0 by u3, u1; 1.0 by u2.
+    const weeks = await ok(`/v1/reports/versions?product=app&${RANGE}&interval=week`);
+    assert.deepEqual(weeks.adoption, [
+      { date: '2026-05-04', version: '1.0', actors: 2 },
+      { date: '2026-05-11', version: '2.0', actors: 2 },
+      { date: '2026-05-11', version: '1.0', actors: 1 },
+    ]);
+  });
+
   it('needs a product; hides the account parts from a plan without account views', async () => {
     assert.equal((await get(t.app, key, `/v1/reports/versions?${RANGE}`)).statusCode, 400);
     const starter = await tenantWithProduct(t.app, 'starter');

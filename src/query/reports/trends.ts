@@ -158,14 +158,19 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   );
 }
 
-type Ymd = { y: number; m: number; d: number };
+export type Ymd = { y: number; m: number; d: number };
 const MAX_MASK_BUCKETS = 63;
 
 /**
  * A local day's bucket as a number from 0 (the bucket of `first`), and back, when the range has at
  * most 63 buckets of the interval; else undefined.
  */
-function bucketIndex(i: 'day' | 'week' | 'month', first: Ymd, last: Ymd, sql: Params): { of(day: string): string; bucket(n: string): string } | undefined {
+export function bucketIndex(
+  i: 'day' | 'week' | 'month',
+  first: Ymd,
+  last: Ymd,
+  sql: Params,
+): { of(day: string): string; bucket(n: string): string } | undefined {
   const days = (Date.UTC(last.y, last.m - 1, last.d) - Date.UTC(first.y, first.m - 1, first.d)) / DAY_MS;
   const buckets = i === 'day' ? days + 1 : i === 'week' ? Math.floor(days / 7) + 2 : (last.y - first.y) * 12 + last.m - first.m + 1;
   if (buckets > MAX_MASK_BUCKETS) return undefined;

@@ -8,7 +8,7 @@ import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccou
 import { localDate } from '../scope.js';
 import { actorDaysAnswer, localActorDays, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
-import { bucketLabels } from './trends.js';
+import { bucketIndex, bucketLabels } from './trends.js';
 
 // Versions of one product (docs/reports.md): adoption over time (actors per version per interval,
 // an actor counted under the version it ended each day on), the share of the range's actors on
@@ -52,16 +52,37 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   const sql = new Params();
   const avd = actorVersionDays(f, sql);
   const i = s.interval === 'hour' ? 'day' : s.interval;
+  const archived = versions.filter((v) => v.status === 'archived').map((v) => v.product_version);
+  // One pass over the actor days, grouped by (actor, version, account): each group's buckets (up to
+  // 63: a bigint's bits, else an array of them) and its last activity. Adoption counts the (actor,
+  // version) masks per bucket (as trends does); an actor's (an account's) last version is that of
+  // its group with the latest activity: a row's last_seen grows with its day, in any zone.
+  const first = localDate(s.from, s.tz);
+  const index = bucketIndex(i, first, localDate(new Date(s.to.getTime() - 1), s.tz), sql);
+  const groups = index
+    ? `SELECT actor, version, account_id, bit_or(1::bigint << ${index.of('day')}) AS mask, NULL::timestamp[] AS bs, max(last_seen) AS ls FROM avd GROUP BY 1, 2, 3`
+    : `SELECT actor, version, account_id, 0::bigint AS mask, array_agg(DISTINCT date_trunc('${i}', day::timestamp)) AS bs, max(last_seen) AS ls FROM avd GROUP BY 1, 2, 3`;
+  const adoption = index
+    ? `SELECT 'adoption' AS part, to_char(${index.bucket('n')}, 'YYYY-MM-DD') AS a, version AS b, sum(c) AS n, 0 AS m, NULL::timestamptz AS t
+         FROM (SELECT version, mask, count(*) AS c FROM (SELECT actor, version, bit_or(mask) AS mask FROM g GROUP BY 1, 2) x GROUP BY 1, 2) y
+        CROSS JOIN generate_series(0, 62) n WHERE mask & (1::bigint << n) <> 0 GROUP BY n, version`
+    : `SELECT 'adoption' AS part, to_char(b, 'YYYY-MM-DD') AS a, version AS b, count(DISTINCT actor) AS n, 0 AS m, NULL::timestamptz AS t
+         FROM g CROSS JOIN LATERAL unnest(g.bs) b GROUP BY b, version`;
   const rows = await q.query<{ part: string; a: string; b: string; n: string; m: string; t: Date | null }>(
-    `WITH avd AS MATERIALIZED (${avd.sql}),
-          last AS (SELECT DISTINCT ON (actor) actor, version FROM avd ORDER BY actor, day DESC, last_seen DESC)
-     SELECT 'adoption' AS part, to_char(date_trunc('${i}', day::timestamp), 'YYYY-MM-DD') AS a, version AS b, count(DISTINCT actor) AS n, 0 AS m, NULL::timestamptz AS t FROM avd GROUP BY 2, 3
+    `WITH avd AS (${avd.sql}),
+          g AS MATERIALIZED (${groups}),
+          last AS (SELECT DISTINCT ON (actor) actor, version FROM g ORDER BY actor, ls DESC)
+     ${adoption}
      UNION ALL SELECT 'latest', '', '', count(*), count(*) FILTER (WHERE version = ${sql.p(latest)}), NULL FROM last
-     UNION ALL SELECT 'archived', account_id, version, count(DISTINCT actor), 0, max(last_seen) FROM (
-       SELECT DISTINCT ON (account_id) account_id, version FROM avd WHERE account_id <> '' ORDER BY account_id, day DESC, last_seen DESC) la
-       JOIN avd USING (account_id, version)
-      WHERE version IN (SELECT version FROM product_versions WHERE tenant_id = ${sql.p(s.tenantId)} AND product_id = ${sql.p(s.productId)} AND status = 'archived') AND ${accounts ? 'true' : 'false'}
-      GROUP BY account_id, version`,
+     ${
+       accounts && archived.length > 0
+         ? `UNION ALL SELECT 'archived', account_id, version, count(DISTINCT actor), 0, max(ls) FROM (
+              SELECT DISTINCT ON (account_id) account_id, version FROM g WHERE account_id <> '' ORDER BY account_id, ls DESC) la
+              JOIN g USING (account_id, version)
+             WHERE version = ANY(${sql.p(archived)}::text[])
+             GROUP BY account_id, version`
+         : ''
+     }`,
     sql.values,
   );
   const latestRow = rows.find((r) => r.part === 'latest');
