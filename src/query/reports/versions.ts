@@ -157,7 +157,9 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
         `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.p(s.tz)}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
       );
   const rows = await q.query<{ date: string; accounts: string; licenses: string }>(
-    `SELECT to_char(b, ${s.interval === 'hour' ? `'YYYY-MM-DD"T"HH24:00'` : `'YYYY-MM-DD'`}) AS date, count(DISTINCT a) AS accounts, count(DISTINCT l) AS licenses FROM (${ev}) x GROUP BY b ORDER BY b`,
+    // Distinct (bucket, account) and (bucket, license) pairs by hashing, then counted per bucket.
+    `SELECT to_char(b, ${s.interval === 'hour' ? `'YYYY-MM-DD"T"HH24:00'` : `'YYYY-MM-DD'`}) AS date, count(a) AS accounts, count(l) AS licenses
+       FROM (SELECT b, a, l FROM (${ev}) x GROUP BY GROUPING SETS ((b, a), (b, l))) p GROUP BY b ORDER BY b`,
     sql.values,
   );
   const byDate = new Map(rows.map((r) => [r.date, r]));
