@@ -26,11 +26,6 @@ function bucketOf(day: string, i: Interval): string {
   if (i === 'month') return `${day.slice(0, 8)}01`;
   return iso(ms(day) - ((new Date(ms(day)).getUTCDay() + 6) % 7) * DAY_MS);
 }
-function shift(bucket: string, i: Interval, n: number): string {
-  if (i !== 'month') return iso(ms(bucket) + n * (i === 'day' ? 1 : 7) * DAY_MS);
-  const d = new Date(ms(bucket));
-  return iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + n, 1));
-}
 
 /**
  * One hash aggregate by actor makes each actor's active days a bit mask (63 days per bigint word,
@@ -57,7 +52,7 @@ async function period(q: Queryable, f: Filters) {
     `WITH m AS (
        SELECT actor, ${words.map((w) => `bit_or(CASE WHEN ${off} / ${WORD} = ${w} THEN 1::bigint << (${off} % ${WORD}) ELSE 0 END) AS w${w}`).join(', ')}
          FROM (${ad.sql}) ad GROUP BY actor)
-     SELECT concat_ws(',', ${words.map((w) => `m.w${w}::text`).join(', ')}) AS w,
+     SELECT concat_ws(',', ${words.map((w) => `m.w${w} & 4294967295, m.w${w} >> 32`).join(', ')}) AS w,
             to_char(date_trunc('${i}', f.first_seen AT TIME ZONE ${sql.p(s.tz)}), 'YYYY-MM-DD') AS first, count(*) AS n
        FROM m LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.p(s.tenantId)} AND f.actor_id = m.actor
       GROUP BY 1, 2`,
@@ -65,69 +60,82 @@ async function period(q: Queryable, f: Filters) {
   );
 
   const days = Array.from({ length: span }, (_, d) => iso(back + d * DAY_MS));
-  const bucketOfDay = days.map((d) => bucketOf(d, i));
-  const buckets: string[] = [];
-  for (let b = bucketOf(ad.firstDay, i); b <= ad.lastDay; b = shift(b, i, 1)) buckets.push(b);
-  const roll = { dau: new Array<number>(span).fill(0), wau: new Array<number>(span).fill(0), mau: new Array<number>(span).fill(0) };
-  const active = new Map<string, number>();
+  // Every bucket the span touches, in order (the range's are the last ones), and each day's.
+  const labels: string[] = [];
+  const dayBucket = new Int32Array(span);
+  days.forEach((day, d) => {
+    const b = bucketOf(day, i);
+    if (labels.at(-1) !== b) labels.push(b);
+    dayBucket[d] = labels.length - 1;
+  });
+  const firstBucket = labels.indexOf(bucketOf(ad.firstDay, i));
+  const rank = new Map(labels.map((b, k) => [b, k]));
+  // A first-seen bucket before the span ranks before every bucket, one after it after every bucket.
+  const rankOf = (b: string) => rank.get(b) ?? (b < labels[0]! ? -1 : labels.length);
+  const roll = { dau: new Float64Array(span), wau: new Float64Array(span), mau: new Float64Array(span) };
+  const active = new Float64Array(labels.length);
+  const life = labels.map(() => ({ new: 0, returning: 0, resurrecting: 0, dormant: 0 }));
   const daysActive = new Map<number, number>();
-  const life = buckets.map(() => ({ new: 0, returning: 0, resurrecting: 0, dormant: 0 }));
   const on = new Uint8Array(span);
-  const upTo = new Int32Array(span + 1); // upTo[d + 1]: active days up to d
-  const any = (a: number, b: number) => upTo[b + 1]! - upTo[Math.max(0, a)]! > 0;
+  const inBucket = new Uint8Array(labels.length); // active in the bucket (the days before the range too, for lifecycle)
+  const within = new Int32Array(labels.length); // active days in the bucket within the range
+  const setBits = (bits: number, offset: number) => {
+    for (let x = bits; x !== 0; x &= x - 1) on[offset + 31 - Math.clz32(x & -x)] = 1;
+  };
   for (const r of rows) {
     const n = Number(r.n);
     on.fill(0);
-    r.w.split(',').forEach((word, w) => {
-      const v = BigInt(word);
-      const lo = Number(v & 0xffffffffn);
-      const hi = Number(v >> 32n);
-      for (let bit = 0; bit < WORD; bit++) if ((bit < 32 ? (lo >>> bit) & 1 : (hi >>> (bit - 32)) & 1) === 1) on[w * WORD + bit] = 1;
-    });
-    for (let d = 0; d < span; d++) upTo[d + 1] = upTo[d]! + on[d]!;
-    for (let d = from; d < span; d++) {
-      if (on[d]) roll.dau[d]! += n;
-      if (any(d - 6, d)) roll.wau[d]! += n;
-      if (any(d - 29, d)) roll.mau[d]! += n;
-    }
-    // Buckets: every active one (the days before the range too, for lifecycle), and active days per bucket within the range.
-    const all = new Set<string>();
-    const within = new Map<string, number>();
+    // Each word as its low and high 32 bits, in decimal.
+    r.w.split(',').forEach((half, h) => setBits(Number(half), (h >> 1) * WORD + (h & 1) * 32));
+    inBucket.fill(0);
+    within.fill(0);
+    // One pass over the days: the last active day so far decides the rolling windows.
+    let last = -Infinity;
     for (let d = 0; d < span; d++) {
-      if (!on[d]) continue;
-      const b = bucketOfDay[d]!;
-      all.add(b);
-      if (d >= from) within.set(b, (within.get(b) ?? 0) + 1);
+      if (on[d]) {
+        last = d;
+        inBucket[dayBucket[d]!] = 1;
+        if (d >= from) within[dayBucket[d]!]!++;
+      }
+      if (d < from || d - last >= 30) continue;
+      roll.mau[d]! += n;
+      if (d - last < 7) roll.wau[d]! += n;
+      if (d === last) roll.dau[d]! += n;
     }
-    for (const b of within.keys()) active.set(b, (active.get(b) ?? 0) + n);
-    // Days active per actor in the range (interval day), else per actor and bucket.
-    for (const count of i === 'day' ? (within.size ? [[...within.values()].reduce((a, c) => a + c, 0)] : []) : within.values())
-      daysActive.set(count, (daysActive.get(count) ?? 0) + n);
-    const first = r.first ?? [...all].sort()[0]!;
-    buckets.forEach((b, k) => {
-      const now = all.has(b);
-      const before = all.has(shift(b, i, -1));
-      if (now && first === b) life[k]!.new += n;
-      else if (now && first < b) life[k]![before ? 'returning' : 'resurrecting'] += n;
+    let total = 0;
+    for (let k = firstBucket; k < labels.length; k++) {
+      if (within[k]! > 0) {
+        active[k]! += n;
+        total += within[k]!;
+        // Days active per actor and bucket; with interval day, per actor over the range (below).
+        if (i !== 'day') daysActive.set(within[k]!, (daysActive.get(within[k]!) ?? 0) + n);
+      }
+    }
+    if (i === 'day' && total > 0) daysActive.set(total, (daysActive.get(total) ?? 0) + n);
+    const first = r.first === null ? inBucket.indexOf(1) : rankOf(r.first);
+    for (let k = firstBucket; k < labels.length; k++) {
+      const now = inBucket[k] === 1;
+      const before = k > 0 && inBucket[k - 1] === 1;
+      if (now && first === k) life[k]!.new += n;
+      else if (now && first < k) life[k]![before ? 'returning' : 'resurrecting'] += n;
       else if (!now && before) life[k]!.dormant += n;
-    });
+    }
   }
+  const buckets = labels.slice(firstBucket);
 
-  const rolling = days
-    .slice(from)
-    .map((date, k) => ({
-      date,
-      dau: roll.dau[from + k]!,
-      wau: roll.wau[from + k]!,
-      mau: roll.mau[from + k]!,
-      dau_mau: ratio(roll.dau[from + k]!, roll.mau[from + k]!),
-    }));
+  const rolling = days.slice(from).map((date, k) => ({
+    date,
+    dau: roll.dau[from + k]!,
+    wau: roll.wau[from + k]!,
+    mau: roll.mau[from + k]!,
+    dau_mau: ratio(roll.dau[from + k]!, roll.mau[from + k]!),
+  }));
   const withMau = rolling.filter((r) => r.mau > 0);
   return {
     source: ad.source,
-    data: buckets.map((date) => ({ date, active: active.get(date) ?? 0 })),
+    data: buckets.map((date, k) => ({ date, active: active[firstBucket + k]! })),
     rolling,
-    lifecycle: buckets.map((date, k) => ({ date, ...life[k]! })),
+    lifecycle: buckets.map((date, k) => ({ date, ...life[firstBucket + k]! })),
     stickiness: {
       dau_mau: withMau.length === 0 ? 0 : Math.round((withMau.reduce((a, r) => a + r.dau / r.mau, 0) / withMau.length) * 10_000) / 10_000,
       days_active: [...daysActive].sort((x, y) => x[0] - y[0]).map(([days, actors]) => ({ days, actors })),
