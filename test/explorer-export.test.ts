@@ -267,6 +267,34 @@ describe('on PostgreSQL: the connection an export holds', () => {
     assert.equal(lines, 10_000);
   });
 
+  it('a client that goes away while the export waits for its first row: the COPY ends once it starts', async (ctx) => {
+    if (t.db.kind !== 'postgres') return ctx.skip('PostgreSQL only');
+    // Another app with a 5 s statement timeout; the events table locked for 1.5 s; the client gone after 0.5 s.
+    const patient = await startTestApp({ db: await openDb({ databaseUrl: process.env.TEST_DATABASE_URL, poolSize: 2, statementTimeoutMs: 5000 }) });
+    try {
+      await patient.app.listen({ port: 0, host: '127.0.0.1' });
+      const there = url.replace(/:\d+\//, `:${(patient.app.server.address() as { port: number }).port}/`);
+      await t.db.tx(async (q) => {
+        await q.exec('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
+        const req = http.get(there, { headers: { authorization: `Bearer ${key}`, accept: 'text/csv' } });
+        req.on('error', () => {});
+        await new Promise((r) => setTimeout(r, 500));
+        req.destroy();
+        await new Promise((r) => setTimeout(r, 1000));
+      });
+      assert.equal(await settled(copies), 0, 'a COPY still runs after its client went');
+      const res = await patient.app.inject({
+        method: 'GET',
+        url: url.replace(/^http:\/\/[^/]+/, ''),
+        headers: { authorization: `Bearer ${key}`, accept: 'text/csv' },
+      });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.body.split('\r\n').length, 10_002);
+    } finally {
+      await patient.close();
+    }
+  });
+
   it('an export waiting on the server past the statement timeout is a 422 before its first byte, and its COPY ends', async (ctx) => {
     if (t.db.kind !== 'postgres') return ctx.skip('PostgreSQL only');
     // Another connection holds the events table locked: the COPY waits past the timeout.
