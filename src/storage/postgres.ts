@@ -1,5 +1,7 @@
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { StatementTimeoutError, StoreUnavailableError } from '../errors.js';
+import { CopyText, inlineParams } from './copy-text.js';
 import type { Db, LockedSession, Queryable, StoreLog } from './store.js';
 
 // int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
@@ -24,6 +26,7 @@ function isStatementTimeout(err: unknown): boolean {
 }
 
 function wrap(err: unknown): never {
+  if (err instanceof StoreUnavailableError) throw err;
   if (isStatementTimeout(err)) throw new StatementTimeoutError(err);
   if (isUnavailable(err)) throw new StoreUnavailableError(err);
   throw err;
@@ -45,10 +48,22 @@ export function openPostgres(url: string, max: number, log: StoreLog, statementT
   // query timeout: a large backlog may take minutes, and node-postgres would otherwise abandon the
   // statement while it still runs on the server, holding the lock.
   const jobPool = new pg.Pool({ connectionString: url, max: 2, options, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30_000 });
+  // Exports (copyText) on connections of their own: a COPY runs for as long as its client reads,
+  // so it has neither the request pool's statement timeout nor its read timeout (CopyText's idle
+  // timer stands for them), and however many exports run, requests keep their connections. Past
+  // this many at once, the next waits as a request waits for a connection, then is a 503.
+  const exportPool = new pg.Pool({
+    connectionString: url,
+    max: Math.max(2, Math.floor(max / 2)),
+    options: `${options} -c statement_timeout=0`,
+    connectionTimeoutMillis: 3000,
+    idleTimeoutMillis: 30_000,
+  });
   // An idle client losing its connection (server restart) must not crash the process: the pool
   // drops it and opens another when asked; the next query that cannot reach the server fails.
   const lost = (which: string) => (err: Error) => log.warn({ err }, `PostgreSQL: an idle ${which} connection failed; the pool replaces it`);
   jobPool.on('error', lost('background job'));
+  exportPool.on('error', lost('export'));
   pool.on('error', lost('request'));
 
   const run = async <T>(client: pg.Pool | pg.PoolClient, sql: string, params?: unknown[]): Promise<T[]> => {
@@ -135,11 +150,54 @@ export function openPostgres(url: string, max: number, log: StoreLog, statementT
     write: (sql, params) => run(pool, sql, params),
     tryWithLock: (key, fn) => holdingLock(key, false, fn),
     withLock: async (key, fn) => (await holdingLock(key, true, fn))!,
+    async copyText(sql, params, prefix) {
+      const text = `COPY (${inlineParams(sql, params)}) TO STDOUT (FORMAT binary)`;
+      const client = await connect(exportPool);
+      const onError = (err: Error) => log.warn({ err }, 'PostgreSQL: an export connection failed');
+      client.on('error', onError);
+      let pid: number;
+      try {
+        pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      } catch (err) {
+        client.release(err as Error);
+        return wrap(err);
+      }
+      const source = client.query(copyTo(text));
+      let [sourceEnded, sourceFailed] = [false, false];
+      source.on('end', () => (sourceEnded = true));
+      source.on('error', () => (sourceFailed = true));
+      const out = new CopyText(source, {
+        prefix,
+        idleMs: statementTimeoutMs,
+        onIdle: () => out.destroy(new StatementTimeoutError(new Error(`export: no row from the server in ${statementTimeoutMs} ms`))),
+      });
+      // Done, failed or abandoned (a client gone, the idle timer): a connection whose COPY did not
+      // finish is closed, never handed back mid-COPY, and its statement cancelled (a backend busy
+      // sorting would otherwise notice the closed socket only when it next writes).
+      out.once('close', () => {
+        if (sourceEnded) {
+          client.removeListener('error', onError);
+          client.release();
+          return;
+        }
+        if (!sourceFailed)
+          pool
+            .query('SELECT pg_cancel_backend($1)', [pid])
+            .catch((err: unknown) => log.warn({ err, pid }, 'PostgreSQL: cancelling an abandoned export failed'));
+        client.release(new Error('export closed before its end'));
+      });
+      try {
+        await out.ready;
+      } catch (err) {
+        return wrap(err);
+      }
+      return out;
+    },
     async ping() {
       await run(pool, 'SELECT 1');
     },
     async close() {
-      await Promise.all([pool.end(), jobPool.end()]);
+      await Promise.all([pool.end(), jobPool.end(), exportPool.end()]);
     },
   };
   return db;

@@ -2,6 +2,8 @@
 // pg (a PostgreSQL server). Query functions in this folder take a Queryable, so they run the same
 // inside or outside a transaction. Opening one is db.ts's job; the drivers import only this file,
 // so that nothing imports back the module that opens them.
+import type { Readable } from 'node:stream';
+
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** Runs a script of several statements without parameters (migrations). */
@@ -45,6 +47,16 @@ export interface Db extends Queryable {
    * up with its own tools (pg_dump; docs/deploy.md).
    */
   dumpDataDir?(): Promise<Uint8Array>;
+  /**
+   * PostgreSQL only: the text values of a one-column query, every row, as one byte stream of
+   * the values back to back (COPY … TO STDOUT; nothing escaped, no separator added), on a
+   * connection of its own held until the stream ends, fails or is destroyed. Resolves once the
+   * first bytes (or the end) have come, so that a failure before them, a statement timeout
+   * included, is still an error thrown here. The server's statement timeout does not apply to
+   * the whole (it runs as long as its reader reads); the stream fails instead when its reader
+   * waits on the server that long. `prefix` goes out before the first value.
+   */
+  copyText?(sql: string, params: unknown[], prefix?: Buffer): Promise<Readable>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

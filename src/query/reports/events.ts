@@ -1,13 +1,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Readable } from 'node:stream';
 import { Type, type Static } from 'typebox';
-import type { Queryable } from '../../storage/db.js';
+import type { Db, Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { ACCOUNT_PLANS } from '../../domain/plans.js';
 import { exactTime, FilterProps, head, keysetCursor, Params, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
 
 // The event explorer: raw events newest first with the filter grammar and a cursor, and the
-// same as an export (NDJSON or CSV), written by PostgreSQL in keyset pages (EXPORT_PAGE_ROWS).
+// same as an export (NDJSON or CSV), its lines written by PostgreSQL: in one COPY on a PostgreSQL
+// server, in keyset pages (EXPORT_PAGE_ROWS) on the embedded store.
 // account_id and license_id are shown only to callers who may see accounts (SPEC.md: stored on
 // every plan, visible on the account plans).
 
@@ -78,11 +80,12 @@ export async function listEvents(q: Queryable, principal: Principal, p: EventLis
 }
 
 // The export. PostgreSQL writes each row's line itself (one text value per row instead of
-// thirteen values, a row object, two Dates and the parsed properties), and the rows of a page
-// are joined into one string. The line says what the JSON page says, in its order: timestamps in
-// milliseconds as toISOString writes them, `properties` as PostgreSQL prints jsonb (`{"k": "v"}`:
-// the same JSON, with spaces), and CSV cells as csv.ts's cell() writes them. Where the memory
-// goes, and what this did and did not change: docs/benchmarks.md, "Reports".
+// thirteen values, a row object, two Dates and the parsed properties): on a PostgreSQL server
+// one COPY sends them all and their bytes go to the socket as they come, never a JS string; on
+// the embedded store the rows of a page are joined into one string. The line says what the JSON
+// page says, in its order: timestamps in milliseconds as toISOString writes them, `properties` as
+// PostgreSQL prints jsonb (`{"k": "v"}`: the same JSON, with spaces), and CSV cells as csv.ts's
+// cell() writes them. Where the memory goes: docs/benchmarks.md, "Reports".
 
 export type ExportFormat = 'csv' | 'ndjson';
 
@@ -136,6 +139,11 @@ function lineSql(format: ExportFormat, accounts: boolean): string {
   return `${members.join(' || ')} || E'}\\n'`;
 }
 
+/** The columns lineSql reads, and the key (k_at, k_id). */
+const LINE_COLUMNS = `e.event_id::text AS event_id, ${millis('e.occurred_at')} AS occurred_at, ${millis('e.received_at')} AS received_at, ${PRODUCT} AS product,
+   e.product_version, e.category, e.name, e.actor_id, l.identified_actor_id, e.session_id::text AS session_id, e.account_id, e.license_id, e.properties,
+   e.occurred_at AS k_at, e.event_id AS k_id`;
+
 interface ExportPage {
   text: string;
   n: number;
@@ -153,9 +161,6 @@ async function exportPage(
   limit: number,
 ): Promise<ExportPage> {
   const sql = new Params();
-  const columns = `e.event_id::text AS event_id, ${millis('e.occurred_at')} AS occurred_at, ${millis('e.received_at')} AS received_at, ${PRODUCT} AS product,
-     e.product_version, e.category, e.name, e.actor_id, l.identified_actor_id, e.session_id::text AS session_id, e.account_id, e.license_id, e.properties,
-     e.occurred_at AS k_at, e.event_id AS k_id`;
   const n = sql.p(limit);
   // One row per event rather than the page as one text value: a value past 128 kB is a large
   // object in V8, moved to the old generation by the first collection it lives through, and the
@@ -164,7 +169,7 @@ async function exportPage(
   const rows = await q.query<{ line: string; k: string | null }>(
     `SELECT ${lineSql(format, accounts)} AS line,
             CASE WHEN row_number() OVER (ORDER BY k_at DESC, k_id DESC) = ${n} THEN ${exactTime('k_at')} || ' ' || k_id END AS k
-       FROM (${matching(f, p, sql, columns, before)} LIMIT ${n}) pg ORDER BY k_at DESC, k_id DESC`,
+       FROM (${matching(f, p, sql, LINE_COLUMNS, before)} LIMIT ${n}) pg ORDER BY k_at DESC, k_id DESC`,
     sql.values,
   );
   let text = '';
@@ -173,31 +178,53 @@ async function exportPage(
   return { text, n: rows.length, last: k as [string, string] | undefined };
 }
 
+/** The export on PostgreSQL: one COPY of every line, newest first, streamed as the server writes it. */
+function exportCopySql(
+  f: Filters,
+  p: EventListParams,
+  format: ExportFormat,
+  accounts: boolean,
+  before: string[] | undefined,
+): { text: string; values: unknown[] } {
+  const sql = new Params();
+  const text = `SELECT ${lineSql(format, accounts)} AS line FROM (${matching(f, p, sql, LINE_COLUMNS, before)}) ev ORDER BY k_at DESC, k_id DESC`;
+  return { text, values: sql.values };
+}
+
 /**
- * Every matching event, newest first (after `cursor` when given), as the export's text: the CSV
- * header, then one string per page of `pageRows`. Parameters are checked (and the echo read)
- * before it resolves, so that a bad one is still an error answer; the text is read only as the
- * caller asks for it, which writes each page out before it asks for the next: memory holds a page
- * or two whatever the size.
+ * Every matching event, newest first (after `cursor` when given), as the export's bytes: the CSV
+ * header, then one line per event. Parameters are checked (and the echo read) before it
+ * resolves, so that a bad one is still an error answer. On PostgreSQL one COPY writes every line
+ * and its bytes go out as they come (Db.copyText: no string per row, a connection held for the
+ * export's length, released when it ends, fails or its client goes); it resolves once the first
+ * line (or the end) has come, so that a statement timeout before it is still a 422. On the
+ * embedded store (one connection, which an export must not hold) the lines are read a page of
+ * `pageRows` at a time, each page written out before the next is asked for.
  */
 export async function exportEvents(
-  q: Queryable,
+  db: Db,
   principal: Principal,
   p: EventListParams,
   now: Date,
   format: ExportFormat,
   pageRows: number,
-): Promise<{ head: Awaited<ReturnType<typeof head>>; text: AsyncGenerator<string> }> {
-  const f = await resolveFilters(q, principal, p, now);
+): Promise<{ head: Awaited<ReturnType<typeof head>>; body: Readable }> {
+  const f = await resolveFilters(db, principal, p, now);
   const cursor = keysetCursor(p.cursor, EVENT_ID);
   const accounts = seesAccounts(principal);
+  const header = format === 'csv' ? EXPORT_COLUMNS.join(',') + '\r\n' : '';
+  const echo = await head(db, f.scope);
+  if (db.copyText && !f.scope.empty) {
+    const { text, values } = exportCopySql(f, p, format, accounts, cursor);
+    return { head: echo, body: await db.copyText(text, values, header ? Buffer.from(header) : undefined) };
+  }
   // The next page is asked for from the socket's callbacks: its statement runs in the request's
   // context all the same (on the embedded store, the read lane), not in theirs.
   const inRequest = AsyncLocalStorage.snapshot();
-  async function* text(): AsyncGenerator<string> {
-    if (format === 'csv') yield EXPORT_COLUMNS.join(',') + '\r\n';
+  async function* pages(): AsyncGenerator<string> {
+    if (header) yield header;
     if (f.scope.empty) return;
-    const read = (before: string[] | undefined) => inRequest(() => exportPage(q, f, p, format, accounts, before, pageRows));
+    const read = (before: string[] | undefined) => inRequest(() => exportPage(db, f, p, format, accounts, before, pageRows));
     let next: Promise<ExportPage> | undefined = read(cursor);
     try {
       while (next) {
@@ -211,5 +238,8 @@ export async function exportEvents(
       next?.catch(() => {});
     }
   }
-  return { head: await head(q, f.scope), text: text() };
+  // One page buffered ahead of the socket at most (Readable.from would read 16 ahead), and the
+  // next read only once the socket has taken it (pipe's backpressure). A client that goes away
+  // destroys the stream, which ends the generator after the statement running.
+  return { head: echo, body: Readable.from(pages(), { highWaterMark: 1 }) };
 }
