@@ -44,18 +44,19 @@ export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: Path
   // their first (next) or last (previous) occurrence: no path reaches past it, so only their events
   // on that side of it are read. Each unit's events become two arrays in time order (one sort of
   // the rows read, then a single pass: no window function over every event), and each occurrence
-  // is found by its ordinal in them.
+  // is found by its ordinal in them. The sort and the distinct count key on a number per unit, not
+  // its id: the sort compares fewer bytes.
   const sql = `
     WITH anchors AS (
-      SELECT ${unit.expr} AS u, ${next ? 'min' : 'max'}(e.occurred_at) AS edge
+      SELECT ${unit.expr} AS u, ${next ? 'min' : 'max'}(e.occurred_at) AS edge, row_number() OVER () AS id
         FROM events e ${unit.join}
        WHERE ${where}${seg} AND e.category = ${cat} AND e.name = ${name} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
        GROUP BY 1),
     seqs AS (
-      SELECT a.u, array_agg(e.category ${order}) AS c, array_agg(e.name ${order}) AS n
+      SELECT a.id AS u, array_agg(e.category ${order}) AS c, array_agg(e.name ${order}) AS n
         FROM events e ${unit.join} JOIN anchors a ON a.u = ${unit.expr}
        WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to} AND e.occurred_at ${next ? '>=' : '<='} a.edge
-       GROUP BY 1),
+       GROUP BY a.id),
     walked AS (
       SELECT s.u, ${cols}
         FROM seqs s CROSS JOIN LATERAL unnest(s.c, s.n) WITH ORDINALITY AS z(category, name, o)
