@@ -9,7 +9,8 @@
 // --data-dir DIR keeps the fixture the same way: DIR/fixture.json names the --events of a fixture
 // whose fold finished, and a run with the same --events (and no --fresh) reuses it; any other DIR
 // is built afresh (its pg/ folder is replaced). Without --data-dir, a temporary folder is used and
-// removed. The last line is the JSON: {"store", "events", "p50_ms", "p95_ms": {…}, "load"}.
+// removed. The last line is the JSON: {"store", "events", "p50_ms", "p95_ms", "cpu_p50_ms": {…}, "load"}
+// (cpu: this process's CPU time per request: the embedded store's worker included, a PostgreSQL server not).
 // docs/benchmarks.md.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -144,23 +145,42 @@ async function main(): Promise<void> {
   };
   const p50: Record<string, number> = {};
   const p95: Record<string, number> = {};
+  // CPU time of this process (the embedded store's worker thread included) per request: what the
+  // other work on a shared machine does not change much, unlike the wall time.
+  const cpu50: Record<string, number> = {};
   for (const [name, run] of Object.entries(queries)) {
     const times: number[] = [];
+    const cpus: number[] = [];
     for (let i = 0; i <= RUNS; i++) {
       const s = performance.now();
+      const c = process.cpuUsage();
       const res = await run();
       const ms = performance.now() - s;
+      const used = process.cpuUsage(c);
       if (res.statusCode !== 200) console.log(`  ${name}: ${res.statusCode} ${res.body.slice(0, 200)}`);
       if (i > 0) times.push(ms); // the first run warms the cache
+      if (i > 0) cpus.push((used.user + used.system) / 1000);
     }
     p50[name] = Math.round(pct(times, 50));
     p95[name] = Math.round(pct(times, 95));
-    console.log(`  ${name}: median ${p50[name]} ms, p95 ${p95[name]} ms (runs ${times.map((x) => x.toFixed(0)).join(', ')}); load ${load()}`);
+    cpu50[name] = Math.round(pct(cpus, 50));
+    console.log(
+      `  ${name}: median ${p50[name]} ms, p95 ${p95[name]} ms (runs ${times.map((x) => x.toFixed(0)).join(', ')}); CPU median ${cpu50[name]} ms; load ${load()}`,
+    );
   }
   await app.close();
   await db.close();
   if (dir && !keep) rmSync(dir, { recursive: true, force: true });
-  console.log(JSON.stringify({ store: DATABASE_URL ? 'postgres' : 'pglite', events: EVENTS, p50_ms: p50, p95_ms: p95, load: loadavg()[0]!.toFixed(2) }));
+  console.log(
+    JSON.stringify({
+      store: DATABASE_URL ? 'postgres' : 'pglite',
+      events: EVENTS,
+      p50_ms: p50,
+      p95_ms: p95,
+      cpu_p50_ms: cpu50,
+      load: loadavg()[0]!.toFixed(2),
+    }),
+  );
 }
 
 main().catch((err) => {
