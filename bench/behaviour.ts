@@ -5,9 +5,14 @@
 // PostgreSQL with DATABASE_URL, else the embedded store in a temporary folder. On PostgreSQL the
 // fixture is kept (tenant "bench-behaviour-N") and reused by the next run with the same --events
 // unless --fresh; its times were generated relative to its own creation, so a reused fixture's
-// 30 days slide out of the range: rerun with --fresh after a few hours. The last line is the JSON
-// bench:queries prints: {"store", "events", "p95_ms": {…}, "load"}. docs/benchmarks.md.
-import { mkdtempSync, rmSync } from 'node:fs';
+// 30 days slide out of the range: rerun with --fresh after a few hours. On the embedded store,
+// --data-dir DIR keeps the fixture the same way: DIR/fixture.json names the --events of a fixture
+// whose fold finished, and a run with the same --events (and no --fresh) reuses it; any other DIR
+// is built afresh (its pg/ folder is replaced). Without --data-dir, a temporary folder is used and
+// removed. The last line is the JSON: {"store", "events", "p50_ms", "p95_ms", "cpu_p50_ms": {…}, "load"}
+// (cpu: this process's CPU time per request: the embedded store's worker included, a PostgreSQL server not).
+// docs/benchmarks.md.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,7 +28,12 @@ import { insertProduct } from '../src/storage/products.js';
 import { insertApiKey } from '../src/storage/tenants.js';
 
 const { values } = parseArgs({
-  options: { events: { type: 'string', default: '1000000' }, runs: { type: 'string', default: '5' }, fresh: { type: 'boolean', default: false } },
+  options: {
+    events: { type: 'string', default: '1000000' },
+    runs: { type: 'string', default: '5' },
+    fresh: { type: 'boolean', default: false },
+    'data-dir': { type: 'string' },
+  },
 });
 const EVENTS = Number(values.events);
 const RUNS = Number(values.runs);
@@ -77,7 +87,16 @@ async function generate(db: Db, tenantId: string, productId: string): Promise<vo
 }
 
 async function main(): Promise<void> {
-  const dir = DATABASE_URL ? undefined : mkdtempSync(join(tmpdir(), 'tally-bench-behaviour-'));
+  const keep = DATABASE_URL ? undefined : values['data-dir'];
+  const marker = keep && join(keep, 'fixture.json');
+  const reuseDir = !!marker && !values.fresh && existsSync(marker) && (JSON.parse(readFileSync(marker, 'utf8')) as { events?: number }).events === EVENTS;
+  if (keep && !reuseDir) {
+    // Not a finished fixture of this size: start it again (only our own files in DIR).
+    rmSync(join(keep, 'pg'), { recursive: true, force: true });
+    rmSync(join(keep, 'fixture.json'), { force: true });
+    mkdirSync(keep, { recursive: true });
+  }
+  const dir = DATABASE_URL ? undefined : (keep ?? mkdtempSync(join(tmpdir(), 'tally-bench-behaviour-')));
   const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: dir, poolSize: 4 });
   await migrate(db);
   const config = loadConfig({ ADMIN_TOKEN: 'bench-admin-token', LOG_LEVEL: 'warn', MAX_EVENT_LOOP_DELAY_MS: '0', ...(DATABASE_URL && { DATABASE_URL }) });
@@ -86,14 +105,15 @@ async function main(): Promise<void> {
   const name = `bench-behaviour-${EVENTS}`;
   const old = await db.query<{ id: string }>(`SELECT id FROM tenants WHERE name = $1 ORDER BY created_at DESC LIMIT 1`, [name]);
   let key: string;
-  if (old[0] && DATABASE_URL && !values.fresh) {
+  if (old[0] && (DATABASE_URL || reuseDir) && !values.fresh) {
     key = (await insertApiKey(db, old[0].id, 'bench', ['read'])).key;
-    console.log(`postgres: reusing the fixture of tenant ${name}; load ${load()}`);
+    console.log(`${DATABASE_URL ? 'postgres' : `pglite (${keep})`}: reusing the fixture of tenant ${name}; load ${load()}`);
   } else {
     const { tenant, api_keys } = await createTenant({ db, plans, trialDays: config.trialDays, settings: config }, { name, plan: 'enterprise' });
     const product = (await insertProduct(db, tenant.id, 'app', 'App'))!;
     key = api_keys.find((k) => k.permissions.includes('read'))!.key;
     await generate(db, tenant.id, product.id);
+    if (marker) writeFileSync(marker, JSON.stringify({ events: EVENTS, created_at: new Date().toISOString() }) + '\n');
   }
 
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -123,23 +143,44 @@ async function main(): Promise<void> {
         headers: { authorization: headers.authorization },
       }),
   };
+  const p50: Record<string, number> = {};
   const p95: Record<string, number> = {};
+  // CPU time of this process (the embedded store's worker thread included) per request: what the
+  // other work on a shared machine does not change much, unlike the wall time.
+  const cpu50: Record<string, number> = {};
   for (const [name, run] of Object.entries(queries)) {
     const times: number[] = [];
+    const cpus: number[] = [];
     for (let i = 0; i <= RUNS; i++) {
       const s = performance.now();
+      const c = process.cpuUsage();
       const res = await run();
       const ms = performance.now() - s;
+      const used = process.cpuUsage(c);
       if (res.statusCode !== 200) console.log(`  ${name}: ${res.statusCode} ${res.body.slice(0, 200)}`);
       if (i > 0) times.push(ms); // the first run warms the cache
+      if (i > 0) cpus.push((used.user + used.system) / 1000);
     }
+    p50[name] = Math.round(pct(times, 50));
     p95[name] = Math.round(pct(times, 95));
-    console.log(`  ${name}: p95 ${p95[name]} ms (runs ${times.map((x) => x.toFixed(0)).join(', ')}); load ${load()}`);
+    cpu50[name] = Math.round(pct(cpus, 50));
+    console.log(
+      `  ${name}: median ${p50[name]} ms, p95 ${p95[name]} ms (runs ${times.map((x) => x.toFixed(0)).join(', ')}); CPU median ${cpu50[name]} ms; load ${load()}`,
+    );
   }
   await app.close();
   await db.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  console.log(JSON.stringify({ store: DATABASE_URL ? 'postgres' : 'pglite', events: EVENTS, p95_ms: p95, load: loadavg()[0]!.toFixed(2) }));
+  if (dir && !keep) rmSync(dir, { recursive: true, force: true });
+  console.log(
+    JSON.stringify({
+      store: DATABASE_URL ? 'postgres' : 'pglite',
+      events: EVENTS,
+      p50_ms: p50,
+      p95_ms: p95,
+      cpu_p50_ms: cpu50,
+      load: loadavg()[0]!.toFixed(2),
+    }),
+  );
 }
 
 main().catch((err) => {

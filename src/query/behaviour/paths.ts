@@ -31,21 +31,38 @@ export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: Path
   const where = scopeSql(scope, p);
   const seg = await segmentClause(db, tenant, q.segment_id, 'actor', unit.expr, p, now);
   const [from, to, cat, name] = [p.add(scope.from), p.add(scope.to), p.add(q.category), p.add(q.name)];
-  const fn = direction === 'next' ? 'lead' : 'lag';
-  const cols = Array.from({ length: k }, (_, i) => `${fn}(e.category, ${i + 1}) OVER w AS c${i}, ${fn}(e.name, ${i + 1}) OVER w AS n${i}`).join(', ');
+  const next = direction === 'next';
+  // The i-th event after (before) an occurrence at ordinal o of its unit's sequence: o ± i. An
+  // index past either end is NULL in PostgreSQL: the path ended there.
+  const cols = Array.from({ length: k }, (_, i) => {
+    const at = `z.o ${next ? '+' : '-'} ${i + 1}`;
+    return `s.c[${at}] AS c${i}, s.n[${at}] AS n${i}`;
+  }).join(', ');
   const groups = Array.from({ length: k }, (_, i) => `c${i}, n${i}`).join(', ');
-  // One pass: each unit's events in the range in time order (only the units that did the event
-  // there, found through events_by_name), the K before or after each as lead/lag columns.
+  const order = 'ORDER BY e.occurred_at, e.event_id';
+  // The units that did the event in the range (found through events_by_name), with the time of
+  // their first (next) or last (previous) occurrence: no path reaches past it, so only their events
+  // on that side of it are read. Each unit's events become two arrays in time order (one sort of
+  // the rows read, then a single pass: no window function over every event), and each occurrence
+  // is found by its ordinal in them. The sort and the distinct count key on a number per unit, not
+  // its id: the sort compares fewer bytes.
   const sql = `
-    WITH walked AS (
-      SELECT ${unit.expr} AS u, e.category, e.name, ${cols}
+    WITH anchors AS (
+      SELECT ${unit.expr} AS u, ${next ? 'min' : 'max'}(e.occurred_at) AS edge, row_number() OVER () AS id
         FROM events e ${unit.join}
-       WHERE ${where}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
-         AND ${unit.expr} IN (SELECT ${unit.expr} FROM events e ${unit.join}
-                               WHERE ${where} AND e.category = ${cat} AND e.name = ${name} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})
-      WINDOW w AS (PARTITION BY ${unit.expr} ORDER BY e.occurred_at, e.event_id))
+       WHERE ${where}${seg} AND e.category = ${cat} AND e.name = ${name} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
+       GROUP BY 1),
+    seqs AS (
+      SELECT a.id AS u, array_agg(e.category ${order}) AS c, array_agg(e.name ${order}) AS n
+        FROM events e ${unit.join} JOIN anchors a ON a.u = ${unit.expr}
+       WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to} AND e.occurred_at ${next ? '>=' : '<='} a.edge
+       GROUP BY a.id),
+    walked AS (
+      SELECT s.u, ${cols}
+        FROM seqs s CROSS JOIN LATERAL unnest(s.c, s.n) WITH ORDINALITY AS z(category, name, o)
+       WHERE z.category = ${cat} AND z.name = ${name})
     SELECT ${groups}, count(*)::int AS occurrences, count(DISTINCT u)::int AS actors, sum(count(*)) OVER ()::int AS total
-      FROM walked WHERE category = ${cat} AND name = ${name}
+      FROM walked
      GROUP BY ${groups} ORDER BY occurrences DESC, actors DESC, ${groups} LIMIT ${p.add(limit)}::int`;
   const rows = await withBudget(db, (tx) => tx.query<Record<string, string | number | null>>(sql, p.values));
   return {

@@ -54,29 +54,41 @@ function fromReadModel(scope: Plan['scope'], q: RetentionQuery, by: string, boun
 
 type Marks = { b: string; from: string; to: string; end: string };
 
-function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, m: Marks, seg: string): string {
+/** A UTC day as a date literal. */
+const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * The read model's actor days, by UTC date: every bound is a UTC midnight, so a day falls in the
+ * bucket of its date, and it starts before an instant t when its date is before t's day rounded
+ * up. Dates compare without a conversion per row.
+ */
+function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, bounds: number[], end: number, seg: string): string {
   const w = [`d.tenant_id = ${p.add(scope.tenantId)}`, 'd.events > 0'];
   if (scope.productId) w.push(`d.product_id = ${p.add(scope.productId)}`);
   if (scope.accountId !== undefined) w.push(`d.account_id = ${p.add(scope.accountId)}`);
   if (scope.licenseId !== undefined) w.push(`d.license_id = ${p.add(scope.licenseId)}`);
   const days = `SELECT d.actor_id AS u, d.day, d.first_seen FROM rm_actor_days d WHERE ${w.join(' AND ')}${seg}`;
-  const dayStart = `(x.day::timestamp AT TIME ZONE 'UTC')`;
-  const bucket = `width_bucket(${dayStart}, ${m.b}::timestamptz[])`;
-  const returns = `${dayStart} >= ${m.from} AND ${dayStart} < ${m.end}`;
+  const dayBefore = (t: number) => `${p.add(utcDay(Math.ceil(t / DAY) * DAY))}::date`;
+  const bucket = `width_bucket(x.day, ${p.add(bounds.map(utcDay))}::date[])`;
+  const fromDay = `${p.add(utcDay(scope.from.getTime()))}::date`;
+  const returns = `x.day >= ${fromDay} AND x.day < ${dayBefore(end)}`;
   if (type === 'first_time') {
-    // One pass per actor, no join: its cohort (the bucket of its first event) and the buckets it was active in.
+    // Grouped by hashing, never sorted: one row per actor and bucket of its days (the bucket's
+    // first event; whether a day of it counts as a return), then per actor its cohort (the bucket
+    // of its first event, the least of those) and the later buckets it returned in.
     return `
-    WITH days AS MATERIALIZED (${days}),
-    per AS (
-      SELECT x.u, width_bucket(min(x.first_seen), ${m.b}::timestamptz[]) AS c, array_agg(DISTINCT ${bucket}) FILTER (WHERE ${returns}) AS ps
-        FROM days x GROUP BY 1 HAVING min(x.first_seen) >= ${m.from} AND min(x.first_seen) < ${m.to}),
-    cohort AS (SELECT u, c FROM per),
-    pairs AS (SELECT per.u, per.c, a.p - per.c AS k FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p) WHERE a.p > per.c)`;
+    WITH buckets AS (
+      SELECT x.u, ${bucket} AS p, min(x.first_seen) AS first_seen, bool_or(${returns}) AS returned
+        FROM (${days}) x GROUP BY 1, 2),
+    cohort AS (
+      SELECT u, width_bucket(min(first_seen), ${p.add(bounds.map((x) => new Date(x).toISOString()))}::timestamptz[]) AS c
+        FROM buckets GROUP BY 1 HAVING min(first_seen) >= ${p.add(scope.from)} AND min(first_seen) < ${p.add(scope.to)}),
+    pairs AS (SELECT c.u, c.c, x.p - c.c AS k FROM cohort c JOIN buckets x ON x.u = c.u AND x.returned AND x.p > c.c)`;
   }
   return `
     WITH days AS MATERIALIZED (${days}),
     active AS (SELECT DISTINCT x.u, ${bucket} AS p FROM days x WHERE ${returns}),
-    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE ${dayStart} >= ${m.from} AND ${dayStart} < ${m.to}),
+    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE x.day >= ${fromDay} AND x.day < ${dayBefore(scope.to.getTime())}),
     pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
 }
 
@@ -124,13 +136,13 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   if (scope.empty) return out;
   checkRange(db, type === 'first_time' ? scope.from.getTime() : cohorts[0]!, returnEnd);
   const p = new Params();
-  const b = p.add(bounds.map((x) => new Date(x).toISOString()));
-  const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
   let text: string;
   if (fromReadModel(scope, q, by, bounds, now)) {
     const seg = await segmentClause(db, tenant, q.segment_id, by, 'd.actor_id', p, now);
-    text = readModelCtes(scope, type, p, { b, from, to, end }, seg);
+    text = readModelCtes(scope, type, p, bounds, returnEnd, seg);
   } else {
+    const b = p.add(bounds.map((x) => new Date(x).toISOString()));
+    const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
     const unit = unitSql(by);
     const where = scopeSql(scope, p);
     const start = q.start_event ? matchSql(q.start_event, p) : 'true';
