@@ -59,11 +59,33 @@ export function toCsv(rows: Row[]): string {
   return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n');
 }
 
-/** A heatmap cell: deeper blue for more, with text dark or white for contrast (WCAG AA). */
+const BLUE = [29, 78, 216];
+const DARK = '#0f172a'; // relative luminance 0.0087
+/** Relative luminance (WCAG) of the cell's blue at `alpha` over the white page. */
+function luminance(alpha: number): number {
+  const lin = (c: number) => {
+    const x = (255 * (1 - alpha) + c * alpha) / 255;
+    return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * lin(BLUE[0]!) + 0.7152 * lin(BLUE[1]!) + 0.0722 * lin(BLUE[2]!);
+}
+
+/**
+ * A heatmap cell: deeper blue for more, with dark or white text, whichever contrasts more. Some
+ * mid blues reach 4.5:1 (WCAG AA, with a margin for the card behind) with neither; a cell that would be one is made deeper until
+ * white text does.
+ */
 function heat(v: number, max: number): { background: string; color: string } {
   const a = max > 0 ? Math.min(1, v / max) : 0;
-  const alpha = 0.08 + a * 0.8;
-  return { background: `rgba(29, 78, 216, ${alpha.toFixed(2)})`, color: alpha > 0.45 ? '#ffffff' : '#0f172a' };
+  let alpha = 0.08 + a * 0.8;
+  for (;;) {
+    const l = luminance(alpha);
+    const onWhite = 1.05 / (l + 0.05);
+    const onDark = (l + 0.05) / 0.0587;
+    if (onDark >= 4.6) return { background: `rgba(29, 78, 216, ${alpha.toFixed(3)})`, color: DARK };
+    if (onWhite >= 4.6 || alpha >= 1) return { background: `rgba(29, 78, 216, ${alpha.toFixed(3)})`, color: '#ffffff' };
+    alpha = Math.min(1, alpha + 0.01);
+  }
 }
 
 export function Result({ answer, view, title }: { answer: unknown; view: string; title: string }) {
