@@ -297,6 +297,8 @@ async function freePort(): Promise<number> {
 }
 let current: ChildProcess | undefined; // killed if the bench fails: a server left running would keep folding into later runs
 let accessLines = 0;
+/** The rollup job's transactions that held the store past its slowStepMs (the embedded store's server logs them), by kind. */
+const slowSteps = new Map<string, number[]>();
 function startServer(rollups = false): ChildProcess {
   const plansFile = join(tmp, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ enterprise: { requests_per_minute: 1_000_000 } }));
@@ -323,7 +325,11 @@ function startServer(rollups = false): ChildProcess {
   // are only counted; its first-start banner is dropped.
   createInterface({ input: child.stdout! }).on('line', (line) => {
     if (line.includes('"msg":"request"')) accessLines++;
-    else if (line.startsWith('{')) process.stderr.write(`server: ${line}\n`);
+    else if (line.includes('"msg":"rollups: a step held the store"')) {
+      const { step, ms } = JSON.parse(line) as { step: string; ms: number };
+      const kind = step.split(' ')[0]!;
+      slowSteps.set(kind, [...(slowSteps.get(kind) ?? []), ms]);
+    } else if (line.startsWith('{')) process.stderr.write(`server: ${line}\n`);
   });
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));
   return child;
@@ -538,6 +544,11 @@ async function main(): Promise<void> {
     read_model_catch_up_s: on.catchUp === null ? null : Number(on.catchUp.toFixed(1)),
     probe_100_event_p99_ms: { off: Number(pct(probesOff, 99).toFixed(1)), on: Number(pct(on.probes, 99).toFixed(1)) },
     probe_100_event_max_ms: { off: Number(Math.max(...probesOff).toFixed(1)), on: Number(Math.max(...on.probes).toFixed(1)) },
+    ...(slowSteps.size > 0 && {
+      job_steps_over_250_ms: Object.fromEntries(
+        [...slowSteps].map(([k, ms]) => [k, { n: ms.length, max_ms: Math.max(...ms), sum_ms: ms.reduce((a, b) => a + b, 0) }]),
+      ),
+    }),
     ...(fold && { fold_us_per_event: fold.us_per_event, fold_backlog_events: fold.events }),
   };
   if (on)

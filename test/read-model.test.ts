@@ -241,3 +241,28 @@ describe('read model', () => {
     assert.equal(n, 1, 'one row per active actor per day once compacted');
   });
 });
+
+describe('the rollup job on a busy store', () => {
+  it('logs each transaction that held the store longer than slowStepMs, with what it did; none by default', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ timestamp: at(0) })])).statusCode, 200);
+    const logged: { step: string; ms: number }[] = [];
+    const log = { ...(silent as object), info: (o: { step: string; ms: number }) => logged.push(o) } as never;
+    const run = async (slowStepMs?: number) => {
+      const jobs = startJobs(t.db, [rollupJob(60, { vacuumEveryMs: 0, ...(slowStepMs !== undefined && { slowStepMs }) })], log);
+      try {
+        for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await jobs.stop();
+      }
+    };
+    await run();
+    assert.equal(logged.length, 0);
+    // Every transaction takes more than a microsecond: each is logged.
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ timestamp: at(1000) })])).statusCode, 200);
+    await run(0.001);
+    const kinds = new Set(logged.map((l) => l.step.split(' ')[0]));
+    for (const kind of ['fold', 'refresh', 'touch', 'vacuum']) assert.ok(kinds.has(kind), `${kind} in ${[...kinds].join(', ')}`);
+    assert.ok(logged.every((l) => typeof l.ms === 'number' && l.ms >= 0));
+  });
+});

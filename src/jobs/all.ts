@@ -15,8 +15,11 @@ export function backgroundJobs(config: Config, plans: Plans): Job[] {
     sessionTimeoutJob(config.sessionTimeoutMinutes),
     // The embedded store's one connection is shared with requests: short slices of about 100 ms (docs/embedded-store.md),
     // starting narrow (a slice is one statement there, and a request waits for the whole of it), widening
-    // from the time each takes. Each transaction id there is one batch of up to 1000 events.
-    config.databaseUrl ? rollupJob(config.rollupIntervalSeconds) : rollupJob(config.rollupIntervalSeconds, { sliceMs: 100, initialWidth: 4, compactEvery: 8 }),
+    // from the time each takes. Each transaction id there is one batch of up to 1000 events. A step
+    // that holds the store longer than 250 ms is logged.
+    config.databaseUrl
+      ? rollupJob(config.rollupIntervalSeconds)
+      : rollupJob(config.rollupIntervalSeconds, { sliceMs: 100, initialWidth: 4, compactEvery: 8, slowStepMs: 250 }),
     actorErasureJob(),
     eventRetentionJob(config.eventRetentionDays, plans),
   ];

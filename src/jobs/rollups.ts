@@ -25,12 +25,20 @@ export function windowStart(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (WINDOW_DAYS - 1))).toISOString().slice(0, 10);
 }
 
+/** Told how long each of the job's transactions held the store. */
+type Watch = (what: string, ms: number) => void;
+
 /** One transaction of the job, without the request path's 15 s statement timeout (a large backlog needs longer) or JIT (it costs more than it saves here). */
-function step<T>(s: LockedSession, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  return s.tx(async (q) => {
-    await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
-    return fn(q);
-  });
+async function step<T>(s: LockedSession, watch: Watch, what: string, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  const began = performance.now();
+  try {
+    return await s.tx(async (q) => {
+      await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
+      return fn(q);
+    });
+  } finally {
+    watch(what, performance.now() - began);
+  }
 }
 
 /**
@@ -67,10 +75,15 @@ export interface RollupOptions {
   vacuumEveryMs?: number;
   /** From how many usage rows in the window an account's or license's lists are built into its snapshot (default DETAIL_MIN_ROWS). */
   detailMinRows?: number;
+  /**
+   * A transaction of the job that holds the store longer than this is logged (info, with what it
+   * did): on the embedded store requests wait behind each one. Default 0: none.
+   */
+  slowStepMs?: number;
 }
 
 export function rollupJob(intervalSeconds: number, options: RollupOptions = {}): Job {
-  const { sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS, detailMinRows } = options;
+  const { sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS, detailMinRows, slowStepMs = 0 } = options;
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
   let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
   let timedWidth = 0; // the widest slice whose events were counted or timed
@@ -80,7 +93,10 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
     name: 'rollups',
     lockKey: LOCKS.rollups,
     intervalMs,
-    async run(s, now) {
+    async run(s, now, log) {
+      const watch: Watch = (what, ms) => {
+        if (slowStepMs > 0 && ms > slowStepMs) log?.info({ step: what, ms: Math.round(ms) }, 'rollups: a step held the store');
+      };
       const start = windowStart(now);
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
       let refreshedAt = performance.now();
@@ -88,7 +104,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       for (let more = true; more;) {
         let took = 0; // the slice's own work, not its wait for the connection
         let counted: number | undefined;
-        more = await step(s, async (q) => {
+        more = await step(s, watch, 'fold', async (q) => {
           const began = performance.now();
           let range = await foldRange(q, Math.max(1, Math.floor(width)), until);
           until ??= range.xmax;
@@ -113,20 +129,24 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
           width = Math.max(1, width * Math.max(0.25, Math.min(0.5, sliceMs / took)));
           timedWidth = Math.floor(width);
         } else if (more) width = Math.min(width * Math.min(2, sliceMs / Math.max(took, 1)), 1 << 30);
-        if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now);
+        if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now, watch);
         if (more && performance.now() - refreshedAt > intervalMs) {
-          for (const tenantId of await dirtyTenants(s)) await step(s, (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
+          for (const tenantId of await dirtyTenants(s)) await step(s, watch, 'refresh', (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
           refreshedAt = performance.now();
         }
       }
       const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
-      for (const tenantId of due) await step(s, (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
-      await step(s, (q) => touchRefreshed(q, now));
-      await compact(s, now);
+      for (const tenantId of due) await step(s, watch, 'refresh', (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
+      await step(s, watch, 'touch', (q) => touchRefreshed(q, now));
+      await compact(s, now, watch);
       // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves
       // requests between them (docs/read-model.md, "Upkeep").
       if (performance.now() - vacuumedAt >= vacuumEveryMs) {
-        for (const table of [...MAINTAINED_TABLES, 'events' as const]) await vacuumTable(s, table);
+        for (const table of [...MAINTAINED_TABLES, 'events' as const]) {
+          const began = performance.now();
+          await vacuumTable(s, table);
+          watch(`vacuum ${table}`, performance.now() - began);
+        }
         vacuumedAt = performance.now();
       }
     },
@@ -134,6 +154,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
 }
 
 /** Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. */
-async function compact(s: LockedSession, now: Date): Promise<void> {
-  for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN)) await step(s, (q) => compactDay(q, d.tenant_id, d.day));
+async function compact(s: LockedSession, now: Date, watch: Watch): Promise<void> {
+  for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN))
+    await step(s, watch, `compact ${d.day}`, (q) => compactDay(q, d.tenant_id, d.day));
 }

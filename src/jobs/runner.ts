@@ -7,7 +7,7 @@ export interface Job {
   name: string;
   lockKey: number;
   intervalMs: number;
-  run(s: LockedSession, now: Date): Promise<void>;
+  run(s: LockedSession, now: Date, log?: FastifyBaseLogger): Promise<void>;
 }
 
 export interface JobRunner {
@@ -23,7 +23,7 @@ export function startJobs(db: Db, jobs: Job[], log: FastifyBaseLogger, now: () =
     if (current) return current;
     const p = db
       .tryWithLock(job.lockKey, async (q) => {
-        await job.run(q, now());
+        await job.run(q, now(), log);
         return true;
       })
       .then((ran) => ran === true)
