@@ -247,7 +247,7 @@ describe('the rollup job on a busy store', () => {
     const tenant = await tenantWithProduct(t.app, 'business');
     assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ timestamp: at(0) })])).statusCode, 200);
     const logged: { step: string; ms: number }[] = [];
-    const log = { ...(silent as object), info: (o: { step: string; ms: number }) => logged.push(o) } as never;
+    const log = { ...(silent as object), warn: (o: { step: string; ms: number }) => logged.push(o) } as never;
     const run = async (slowStepMs?: number) => {
       const jobs = startJobs(t.db, [rollupJob(60, { vacuumEveryMs: 0, ...(slowStepMs !== undefined && { slowStepMs }) })], log);
       try {

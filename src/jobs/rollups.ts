@@ -76,7 +76,7 @@ export interface RollupOptions {
   /** From how many usage rows in the window an account's or license's lists are built into its snapshot (default DETAIL_MIN_ROWS). */
   detailMinRows?: number;
   /**
-   * A transaction of the job that holds the store longer than this is logged (info, with what it
+   * A transaction of the job that holds the store longer than this is logged (warn, with what it
    * did): on the embedded store requests wait behind each one. Default 0: none.
    */
   slowStepMs?: number;
@@ -95,7 +95,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
     intervalMs,
     async run(s, now, log) {
       const watch: Watch = (what, ms) => {
-        if (slowStepMs > 0 && ms > slowStepMs) log?.info({ step: what, ms: Math.round(ms) }, 'rollups: a step held the store');
+        if (slowStepMs > 0 && ms > slowStepMs) log?.warn({ step: what, ms: Math.round(ms) }, 'rollups: a step held the store');
       };
       const start = windowStart(now);
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
