@@ -30,14 +30,16 @@ type Watch = (what: string, ms: number) => void;
 
 /** One transaction of the job, without the request path's 15 s statement timeout (a large backlog needs longer) or JIT (it costs more than it saves here). */
 async function step<T>(s: LockedSession, watch: Watch, what: string, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  const began = performance.now();
+  let began = 0;
   try {
     return await s.tx(async (q) => {
+      // From its first statement: not the wait for the connection, behind requests.
+      began = performance.now();
       await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
       return fn(q);
     });
   } finally {
-    watch(what, performance.now() - began);
+    if (began > 0) watch(what, performance.now() - began);
   }
 }
 
