@@ -1,7 +1,7 @@
 // Funnels over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL) against a hand-computed fixture; nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_TOKEN, createTenant, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, createTenant, event, postEvents, post as postTo, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -17,14 +17,7 @@ const X = { category: 'ui', name: 'cancel' };
 const ev = (actor: string, step: { category: string; name: string }, minutes: number, extra: Record<string, unknown> = {}) =>
   event({ ...step, actor_id: actor, timestamp: at(minutes), properties: {}, ...extra });
 
-function post(key: string, url: string, payload: unknown, headers: Record<string, string> = {}) {
-  return t.app.inject({
-    method: 'POST',
-    url,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
-    payload: JSON.stringify(payload),
-  });
-}
+const post = (key: string, url: string, payload: unknown, headers: Record<string, string> = {}) => postTo(t.app, key, url, payload, headers);
 
 /**
  * The fixture (window 1 hour unless said; minutes after 2026-03-02 10:00Z):

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, event, postEvents, post as postTo, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -13,14 +13,7 @@ const OPEN = { category: 'ui', name: 'open' };
 const CLICK = { category: 'ui', name: 'click' };
 const ev = (actor: string, what: { category: string; name: string }, timestamp: string) => event({ ...what, actor_id: actor, timestamp, properties: {} });
 
-function post(key: string, url: string, payload: unknown, headers: Record<string, string> = {}) {
-  return t.app.inject({
-    method: 'POST',
-    url,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
-    payload: JSON.stringify(payload),
-  });
-}
+const post = (key: string, url: string, payload: unknown, headers: Record<string, string> = {}) => postTo(t.app, key, url, payload, headers);
 
 /**
  * Weeks from Monday 2026-03-02 (UTC): wk0 Mar 2–8, wk1 Mar 9–15, wk2 Mar 16–22, wk3 Mar 23–29.

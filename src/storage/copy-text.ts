@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import pg from 'pg';
 
 // PostgreSQL's COPY … TO STDOUT (FORMAT binary) of a one-column text query, as the bytes of its
 // values back to back: the stream behind Db.copyText (postgres.ts). The values come out as the
@@ -12,7 +13,7 @@ import { Readable } from 'node:stream';
  */
 function literal(v: unknown): string {
   if (v === null || v === undefined) return 'NULL';
-  return quote(text(v));
+  return pg.escapeLiteral(text(v));
 }
 function text(v: unknown): string {
   if (v instanceof Date) return v.toISOString();
@@ -21,11 +22,6 @@ function text(v: unknown): string {
   if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
   if (typeof v === 'object' && !Buffer.isBuffer(v)) return JSON.stringify(v);
   throw new TypeError(`copyText: no literal for a ${typeof v} parameter`);
-}
-/** pg's escapeLiteral: quotes doubled, and backslashes doubled in an E'' string when there are any. */
-function quote(s: string): string {
-  const q = `'${s.replace(/'/g, "''")}'`;
-  return s.includes('\\') ? ` E${q.replace(/\\/g, '\\\\')}` : q;
 }
 
 /** sql with $1…$n replaced by their values as literals (the sql's own text holds no `$`). */
