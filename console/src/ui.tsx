@@ -25,7 +25,10 @@ export function ErrorState({ error, retry }: { error: ApiError; retry?: () => vo
       <div class="notice plan" role="note">
         <h2>Needs another plan</h2>
         <p>{error.detail}</p>
-        <p>Ask your operator to change the plan (`npm run admin -- set-plan &lt;tenant&gt; business`).</p>
+        <p>Ask your operator (whoever runs this Tally server) to change the plan.</p>
+        <p class="muted">
+          Operators change it with <code>npm run admin -- set-plan &lt;tenant&gt; business</code>.
+        </p>
       </div>
     );
   const advice =

@@ -42,7 +42,7 @@ export function Allowlists({ access, params }: PageProps) {
               Allowlist on: events matching no rule are rejected (ALLOWLIST_REJECTED)
             </label>
             {list.rules.length === 0 ? (
-              <p class="muted">No rules. `*` matches any run of characters.</p>
+              <p class="muted">No rules yet.</p>
             ) : (
               <Table
                 caption={`Rules of ${slug}`}
@@ -61,23 +61,30 @@ export function Allowlists({ access, params }: PageProps) {
               />
             )}
             {access.manage && (
-              <form
-                class="filters"
-                onSubmit={(e) => {
-                  e.preventDefault();
-                  put({ rules: [...list.rules, rule] }).then(() => setRule({ category: '', name: '' }));
-                }}
-              >
-                <span class="field">
-                  <label for="rule-category">Category</label>
-                  <input id="rule-category" required value={rule.category} onInput={(e) => setRule({ ...rule, category: e.currentTarget.value })} />
-                </span>
-                <span class="field">
-                  <label for="rule-name">Name</label>
-                  <input id="rule-name" required value={rule.name} onInput={(e) => setRule({ ...rule, name: e.currentTarget.value })} />
-                </span>
-                <button type="submit">Add rule</button>
-              </form>
+              <section aria-labelledby="add-rule">
+                <h2 id="add-rule">Add a rule</h2>
+                <p class="muted">
+                  An event passes when its category and name match a rule&apos;s; <code>*</code> matches any run of characters (e.g. <code>feature</code> /{' '}
+                  <code>export.*</code>).
+                </p>
+                <form
+                  class="filters"
+                  onSubmit={(e) => {
+                    e.preventDefault();
+                    put({ rules: [...list.rules, rule] }).then(() => setRule({ category: '', name: '' }));
+                  }}
+                >
+                  <span class="field">
+                    <label for="rule-category">Category</label>
+                    <input id="rule-category" required value={rule.category} onInput={(e) => setRule({ ...rule, category: e.currentTarget.value })} />
+                  </span>
+                  <span class="field">
+                    <label for="rule-name">Name</label>
+                    <input id="rule-name" required value={rule.name} onInput={(e) => setRule({ ...rule, name: e.currentTarget.value })} />
+                  </span>
+                  <button type="submit">Add rule</button>
+                </form>
+              </section>
             )}
           </>
         )}

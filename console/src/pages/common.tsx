@@ -28,8 +28,10 @@ export function NoPermission({ what, permission }: { what: string; permission: s
   return (
     <Empty title={`This key may not see ${what}`}>
       <p>
-        It needs the <code>{permission}</code> permission. Sign in with the tenant's admin key, or ask your operator for one (
-        <code>npm run admin -- issue-key &lt;tenant&gt; --permissions {permission}</code>).
+        It needs the <code>{permission}</code> permission. Sign in with a key that has it, or ask your operator (whoever runs this Tally server) for one.
+      </p>
+      <p class="muted">
+        Operators issue it with <code>npm run admin -- issue-key &lt;tenant&gt; --permissions {permission}</code>.
       </p>
     </Empty>
   );

@@ -48,6 +48,7 @@ export function Overview({ access }: PageProps) {
     return {
       versions: versions.flat(),
       groups: groups.data,
+      moreGroups: groups.next_cursor !== null,
       dead,
       trends,
       crashFree: sessions ? { rate: 1 - crashed / sessions, sessions } : null,
@@ -57,7 +58,7 @@ export function Overview({ access }: PageProps) {
   if (!access.read) return <ErrorState error={new ApiError(403, 'forbidden', 'this key has no read permission')} />;
   if (q.state === 'loading') return <Loading what="the overview" />;
   if (q.state === 'error') return <ErrorState error={q.error} retry={q.reload} />;
-  const { versions, groups, dead, trends, crashFree, accounts } = q.data;
+  const { versions, groups, moreGroups, dead, trends, crashFree, accounts } = q.data;
   const events = trends.series.reduce((n, s) => n + s.total.events, 0);
   const perDay = trends.series[0]?.data ?? [];
   const mau = trends.series[0]?.total.actors ?? 0;
@@ -83,7 +84,12 @@ export function Overview({ access }: PageProps) {
           value={crashFree ? pct(crashFree.rate) : '—'}
           hint={crashFree ? `of ${fmt.format(crashFree.sessions)} sessions` : 'no sessions yet (the client starts them)'}
         />
-        <Card id="exception-groups" label="Exception groups (latest)" value={fmt.format(groups.length)} />
+        <Card
+          id="exception-groups"
+          label="Exception groups"
+          value={`${fmt.format(groups.length)}${moreGroups ? '+' : ''}`}
+          hint={groups.length ? 'the most recent are listed below' : undefined}
+        />
         <Card id="dead-letters-24h" label="Dead letters, 24 h" value={`${fmt.format(dead.data.length)}${dead.next_cursor ? '+' : ''}`} />
         <Card
           id="freshness"
@@ -108,7 +114,7 @@ export function Overview({ access }: PageProps) {
       )}
       {noEvents && <FirstEvent product={access.products[0]?.slug} />}
       <section>
-        <h2>Top exception groups</h2>
+        <h2>Latest exception groups</h2>
         {groups.length === 0 ? (
           <p class="muted">No exceptions. Capture one with the client's captureException(err).</p>
         ) : (
