@@ -119,6 +119,25 @@ describe('retention', () => {
     assert.equal(res.json().cohorts.length, 2);
   });
 
+  it('recurring by day: the same cells from a short range and from one of more than 62 daily buckets', async () => {
+    // Cohorts Mar 9 and Mar 10, 7 periods (returns until Mar 18). With an open as the start: Mar 9 is
+    // r5 (opens again Mar 16, k7); Mar 10 is user-6 (anon-6's open; clicks Mar 17, k7). With any
+    // event as the start (the read model): Mar 10 adds r1 (clicks Mar 10 and Mar 17, k7).
+    const cells = (res: { json(): { cohorts: Cohort[] } }, day: string) => {
+      const c = res.json().cohorts.find((x) => x.cohort_start === `2026-03-${day}T00:00:00.000Z`)!;
+      return [c.size, on(c), onOrAfter(c)];
+    };
+    const k7 = (n: number) => [n, [n, 0, 0, 0, 0, 0, 0, n], [n, n, n, n, n, n, n, n]];
+    for (const start of [{ start_event: OPEN }, {}]) {
+      // 2 cohorts + 8 bounds (a mask per actor), then 69 cohorts + 8 bounds (cohort × return pairs).
+      for (const from of ['2026-03-09', '2026-01-01']) {
+        const res = await post(tenant.adminKey, '/v1/retention', { ...start, type: 'recurring', period: 'day', periods: 7, from, to: '2026-03-11' });
+        assert.equal(res.statusCode, 200, res.body);
+        assert.deepEqual([cells(res, '09'), cells(res, '10')], [k7(1), k7('start_event' in start ? 1 : 2)], `${from} ${JSON.stringify(start)}`);
+      }
+    }
+  });
+
   it('Tokyo weeks: r7 moves to the second cohort', async () => {
     // Tokyo is UTC+9: weeks start Sunday 15:00Z. wk0: r1 r2 r3 (r1 k1 Mar 10, k2 Mar 17; r2 k3 Mar 24).
     // wk1: r5 r7 user-6, all back the next week (Mar 16 10:00Z, Mar 15 23:30Z = Mar 16 Tokyo, Mar 17).

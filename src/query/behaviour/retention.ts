@@ -34,7 +34,11 @@ interface Plan {
   by: 'actor' | 'account';
   cohorts: number[];
   bounds: number[];
-  /** The CTEs cohort(u, c), active(u, p) and pairs(u, c, k), and their parameters; undefined when the scope is empty. */
+  /**
+   * The CTEs cohort(u, c) (a unit's cohorts: width_bucket's 1-based buckets), active(u, p) (the
+   * buckets it returned in) and pairs(u, c, k) (returned k periods after cohort c), and their
+   * parameters; undefined when the scope is empty.
+   */
   ctes?: { text: string; params: Params };
 }
 
@@ -83,13 +87,12 @@ function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, boun
     cohort AS (
       SELECT u, width_bucket(min(first_seen), ${p.add(bounds.map((x) => new Date(x).toISOString()))}::timestamptz[]) AS c
         FROM buckets GROUP BY 1 HAVING min(first_seen) >= ${p.add(scope.from)} AND min(first_seen) < ${p.add(scope.to)}),
-    pairs AS (SELECT c.u, c.c, x.p - c.c AS k FROM cohort c JOIN buckets x ON x.u = c.u AND x.returned AND x.p > c.c)`;
+    active AS (SELECT u, p FROM buckets WHERE returned)`;
   }
   return `
     WITH days AS MATERIALIZED (${days}),
     active AS (SELECT DISTINCT x.u, ${bucket} AS p FROM days x WHERE ${returns}),
-    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE x.day >= ${fromDay} AND x.day < ${dayBefore(scope.to.getTime())}),
-    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
+    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE x.day >= ${fromDay} AND x.day < ${dayBefore(scope.to.getTime())})`;
 }
 
 function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: string, m: Marks & { start: string; ret: string; seg: string }): string {
@@ -107,7 +110,7 @@ function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: 
        GROUP BY 1
       HAVING min(e.occurred_at) FILTER (WHERE ${start}) >= ${from} AND min(e.occurred_at) FILTER (WHERE ${start}) < ${to}),
     cohort AS (SELECT u, c FROM per),
-    pairs AS (SELECT per.u, per.c, a.p - per.c AS k FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p) WHERE a.p > per.c)`;
+    active AS (SELECT per.u, a.p FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p))`;
   }
   return `
     WITH cohort AS (
@@ -115,8 +118,7 @@ function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: 
        WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}),
     active AS (
       SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS p FROM events e ${unit.join}
-       WHERE ${where} AND ${ret} AND ${unit.present} AND e.occurred_at >= ${from} AND e.occurred_at < ${end}),
-    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
+       WHERE ${where} AND ${ret} AND ${unit.present} AND e.occurred_at >= ${from} AND e.occurred_at < ${end})`;
 }
 
 async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date): Promise<Plan> {
@@ -150,26 +152,72 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
     const seg = await segmentClause(db, tenant, q.segment_id, by, unit.expr, p, now);
     text = eventCtes(type, unit, where, { start, ret, seg, b, from, to, end });
   }
+  text += `,
+    pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
   return { ...out, ctes: { text, params: p } };
+}
+
+/** Buckets a bigint mask holds (bit 63, the sign, unused); width_bucket numbers them from 1. */
+const MASK_BUCKETS = 62;
+
+/**
+ * The matrix's counts per cohort c and period k: the cohort's size, units that returned in c + k
+ * (`on`), and units whose last return was in c + k (`reach`; "on or after k" adds them up from k).
+ */
+async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) {
+  const sizes = new Map<number, number>();
+  const on = new Map<string, number>();
+  const reach = new Map<string, number>();
+  const add = (m: Map<string, number>, c: number, k: number, n: number) => m.set(`${c}:${k}`, (m.get(`${c}:${k}`) ?? 0) + n);
+  if (buckets <= MASK_BUCKETS) {
+    // Each unit's cohorts and return buckets as the bits of two bigints, from one hash aggregate by
+    // unit (not a join of every cohort with every return: 30 daily cohorts of 10 periods were ~9M
+    // pairs at 1M events); units with the same bits come back as one row with their number, and
+    // the cells are counted here. Each mask as two exact halves (int8 would pass 2^53 as a float).
+    const rows = await withBudget(db, (tx) =>
+      tx.query<{ c0: number; c1: number; a0: number; a1: number; n: number }>(
+        `${ctes.text},
+         cm AS (SELECT u, bit_or(1::bigint << c) AS m FROM cohort GROUP BY u),
+         am AS (SELECT u, bit_or(1::bigint << p) AS m FROM active GROUP BY u)
+         SELECT (cm.m & 4294967295)::float8 AS c0, (cm.m >> 32)::float8 AS c1,
+                (coalesce(am.m, 0) & 4294967295)::float8 AS a0, (coalesce(am.m, 0) >> 32)::float8 AS a1, count(*)::int AS n
+           FROM cm LEFT JOIN am ON am.u = cm.u GROUP BY cm.m, am.m`,
+        ctes.params.values,
+      ),
+    );
+    const bit = (lo: number, hi: number, i: number) => (i < 32 ? (lo >>> i) & 1 : (hi >>> (i - 32)) & 1) === 1;
+    for (const r of rows) {
+      const [c0, c1, a0, a1, n] = [Number(r.c0), Number(r.c1), Number(r.a0), Number(r.a1), Number(r.n)];
+      for (let c = 1; c <= MASK_BUCKETS; c++) {
+        if (!bit(c0, c1, c)) continue;
+        sizes.set(c, (sizes.get(c) ?? 0) + n);
+        let last = 0;
+        for (let k = 1; c + k <= MASK_BUCKETS; k++) {
+          if (!bit(a0, a1, c + k)) continue;
+          add(on, c, k, n);
+          last = k;
+        }
+        if (last > 0) add(reach, c, last, n);
+      }
+    }
+    return { sizes, on, reach };
+  }
+  const sql = `${ctes.text}
+    SELECT 'size' AS kind, c, 0 AS k, count(*)::int AS n FROM cohort GROUP BY c
+    UNION ALL SELECT 'on', c, k, count(*)::int FROM pairs GROUP BY c, k
+    UNION ALL SELECT 'reach', c, k, count(*)::int FROM (SELECT u, c, max(k) AS k FROM pairs GROUP BY u, c) m GROUP BY c, k`;
+  const rows = await withBudget(db, (tx) => tx.query<{ kind: string; c: number; k: number; n: number }>(sql, ctes.params.values));
+  for (const r of rows) {
+    if (r.kind === 'size') sizes.set(Number(r.c), Number(r.n));
+    else add(r.kind === 'on' ? on : reach, Number(r.c), Number(r.k), Number(r.n));
+  }
+  return { sizes, on, reach };
 }
 
 export async function retention(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date) {
   const { scope, period, n, type, by, cohorts, bounds, ctes } = await plan(db, tenant, q, now);
-  const sizes = new Map<number, number>();
-  const on = new Map<string, number>();
-  const reach = new Map<string, number>();
-  if (ctes) {
-    const sql = `${ctes.text}
-      SELECT 'size' AS kind, c, 0 AS k, count(*)::int AS n FROM cohort GROUP BY c
-      UNION ALL SELECT 'on', c, k, count(*)::int FROM pairs GROUP BY c, k
-      UNION ALL SELECT 'reach', c, k, count(*)::int FROM (SELECT u, c, max(k) AS k FROM pairs GROUP BY u, c) m GROUP BY c, k`;
-    const rows = await withBudget(db, (tx) => tx.query<{ kind: string; c: number; k: number; n: number }>(sql, ctes.params.values));
-    for (const r of rows) {
-      const key = `${Number(r.c)}:${Number(r.k)}`;
-      if (r.kind === 'size') sizes.set(Number(r.c), Number(r.n));
-      else (r.kind === 'on' ? on : reach).set(key, Number(r.n));
-    }
-  }
+  // Returns fall before the last bound: buckets 1 to bounds.length - 1.
+  const { sizes, on, reach } = ctes ? await counts(db, ctes, bounds.length - 1) : { sizes: new Map<number, number>(), on: new Map(), reach: new Map() };
 
   const matrix = cohorts.map((startMs, i) => {
     const c = i + 1; // width_bucket's 1-based bucket of this cohort
