@@ -135,6 +135,14 @@ async function main(): Promise<void> {
       }),
     retention_12_weeks: () =>
       app.inject({ method: 'POST', url: '/v1/retention', headers, payload: JSON.stringify({ product: 'app', range: '84d', period: 'week', periods: 12 }) }),
+    // 30 daily cohorts of 10 periods each, every actor in most of them: the largest matrix of pairs.
+    retention_recurring_30_days: () =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/retention',
+        headers,
+        payload: JSON.stringify({ product: 'app', range: '30d', period: 'day', periods: 10, type: 'recurring' }),
+      }),
     segment_size: () => app.inject({ method: 'GET', url: `/v1/segments/${segmentId}/size`, headers: { authorization: headers.authorization } }),
     paths: () =>
       app.inject({
