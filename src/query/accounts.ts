@@ -15,7 +15,7 @@ import {
   type Snapshot,
 } from '../storage/accounts.js';
 import { coverage } from '../storage/coverage.js';
-import { exceptionGroupsQuery } from './exceptions.js';
+import { exceptionGroupsPage, exceptionGroupsQuery } from './exceptions.js';
 import { cursorKey, pageOf } from './page.js';
 
 // The account and license views, one function per endpoint (docs/accounts.md). Lists come from
@@ -95,7 +95,7 @@ export async function accountOverview(db: Db, tenantId: string, accountId: strin
     products: detail.products,
     versions: detail.versions,
     licenses: detail.counterparts.map(({ id, ...r }) => ({ license_id: id, ...r })),
-    recent_exceptions: (await exceptionGroupsQuery(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
+    recent_exceptions: (await exceptionGroupsPage(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
   };
 }
 
@@ -127,9 +127,9 @@ export async function accountVersions(db: Db, tenantId: string, accountId: strin
   return { data: (await detailOf(db, scope, snapshot)).versions, ...f };
 }
 
-export async function accountExceptions(db: Db, tenantId: string, accountId: string, query: Parameters<typeof exceptionGroupsQuery>[2]) {
+export async function accountExceptions(db: Db, tenantId: string, accountId: string, query: Parameters<typeof exceptionGroupsQuery>[2], now: Date) {
   await scoped(db, tenantId, 'account_id', accountId);
-  return exceptionGroupsQuery(db, tenantId, { ...query, account_id: accountId });
+  return exceptionGroupsQuery(db, tenantId, { ...query, account_id: accountId }, now);
 }
 
 export async function licenseDetail(db: Db, tenantId: string, licenseId: string) {

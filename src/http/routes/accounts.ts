@@ -120,7 +120,7 @@ export function accountRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ExceptionGroups, ...errors },
       },
     },
-    async (request) => Q.accountExceptions(ctx.db, tenantOf(request), request.params.accountId, request.query),
+    async (request) => Q.accountExceptions(ctx.db, tenantOf(request), request.params.accountId, request.query, ctx.now()),
   );
 
   app.get(
