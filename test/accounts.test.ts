@@ -149,6 +149,32 @@ describe('accounts and licenses', () => {
     );
     const versions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/versions')).json();
     assert.deepEqual(versions.data[0], { source_app: 'app', source_version: '1.0', events: 3, sessions: 1 });
+    // Every list takes the one pagination (CONTRACT.md): limit and cursor, next_cursor null at the end.
+    assert.equal(licenses.next_cursor, null);
+    assert.equal(versions.next_cursor, null);
+    const pages = async (path: string, id: (row: Record<string, string>) => string) => {
+      const ids: string[] = [];
+      let cursor: string | null = '';
+      while (cursor !== null) {
+        const res = await get(t.app, tenant.adminKey, `${path}?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(res.statusCode, 200, res.body);
+        const body = res.json();
+        assert.equal(body.data.length, 1);
+        ids.push(id(body.data[0]));
+        cursor = body.next_cursor;
+      }
+      return ids;
+    };
+    assert.deepEqual(await pages('/v1/accounts/acme/licenses', (l) => l.license_id!), ['L1', 'L2']);
+    assert.deepEqual(await pages('/v1/accounts/acme/versions', (v) => `${v.source_app}@${v.source_version}`), ['app@1.0', 'app@2.0']);
+    for (const path of ['/v1/accounts/acme/licenses', '/v1/accounts/acme/versions']) {
+      const bad = await get(t.app, tenant.adminKey, `${path}?cursor=nonsense`);
+      assert.equal(bad.statusCode, 400, path);
+      assert.deepEqual(
+        bad.json().errors.map((e: { field: string }) => e.field),
+        ['cursor'],
+      );
+    }
     const exceptions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/exceptions')).json();
     assert.equal(exceptions.data.length, 1);
     assert.equal(exceptions.data[0].affected_actors, 1);
