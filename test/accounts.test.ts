@@ -149,6 +149,32 @@ describe('accounts and licenses', () => {
     );
     const versions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/versions')).json();
     assert.deepEqual(versions.data[0], { source_app: 'app', source_version: '1.0', events: 3, sessions: 1 });
+    // Every list takes the one pagination (CONTRACT.md): limit and cursor, next_cursor null at the end.
+    assert.equal(licenses.next_cursor, null);
+    assert.equal(versions.next_cursor, null);
+    const pages = async (path: string, id: (row: Record<string, string>) => string) => {
+      const ids: string[] = [];
+      let cursor: string | null = '';
+      while (cursor !== null) {
+        const res = await get(t.app, tenant.adminKey, `${path}?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(res.statusCode, 200, res.body);
+        const body = res.json();
+        assert.equal(body.data.length, 1);
+        ids.push(id(body.data[0]));
+        cursor = body.next_cursor;
+      }
+      return ids;
+    };
+    assert.deepEqual(await pages('/v1/accounts/acme/licenses', (l) => l.license_id!), ['L1', 'L2']);
+    assert.deepEqual(await pages('/v1/accounts/acme/versions', (v) => `${v.source_app}@${v.source_version}`), ['app@1.0', 'app@2.0']);
+    for (const path of ['/v1/accounts/acme/licenses', '/v1/accounts/acme/versions']) {
+      const bad = await get(t.app, tenant.adminKey, `${path}?cursor=nonsense`);
+      assert.equal(bad.statusCode, 400, path);
+      assert.deepEqual(
+        bad.json().errors.map((e: { field: string }) => e.field),
+        ['cursor'],
+      );
+    }
     const exceptions = (await get(t.app, tenant.adminKey, '/v1/accounts/acme/exceptions')).json();
     assert.equal(exceptions.data.length, 1);
     assert.equal(exceptions.data[0].affected_actors, 1);
@@ -454,5 +480,78 @@ describe('GET /v1/exceptions', () => {
     assert.equal(second.data.length, 1);
     assert.equal(second.next_cursor, null);
     assert.equal((await get(t.app, tenant.adminKey, '/v1/exceptions?version=latest')).statusCode, 400);
+  });
+
+  it("takes the query side's common range, tz and interval, and echoes them with refreshed_at (CONTRACT.md)", async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const send = (id: string, occurredAt: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/events/exceptions',
+        headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
+        payload: { exception_id: id, exception_type: id, severity: 'fatal', occurred_at: occurredAt, actor_id: 'u1', product: 'app', product_version: '1.0.0' },
+      });
+    await send('recent', ago(DAY));
+    await send('older', ago(10 * DAY));
+    const list = async (qs: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/exceptions${qs}`);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json();
+    };
+    const week = await list('?range=7d&tz=Europe/Berlin&interval=week');
+    assert.deepEqual(
+      week.data.map((g: { exception_type: string }) => g.exception_type),
+      ['recent'],
+    );
+    assert.equal(week.tz, 'Europe/Berlin');
+    assert.equal(week.interval, 'week');
+    assert.equal(week.refreshed_at, null, 'the rollup job has not run for this tenant');
+    assert.ok(Date.parse(week.range.to) - Date.parse(week.range.from) > 6 * DAY);
+    const day = (ms: number) => ago(ms).slice(0, 10);
+    const bounded = await list(`?from=${day(12 * DAY)}&to=${day(5 * DAY)}`);
+    assert.deepEqual(
+      bounded.data.map((g: { exception_type: string }) => g.exception_type),
+      ['older'],
+    );
+    assert.equal(bounded.range.from, `${day(12 * DAY)}T00:00:00.000Z`);
+    assert.equal(bounded.tz, 'UTC');
+    // Without a range the list stays the whole history (docs/accounts.md), and says so.
+    const whole = await list('');
+    assert.equal(whole.data.length, 2);
+    assert.equal(whole.range.from, '1970-01-01T00:00:00.000Z');
+    const fiveDaysAgo = ago(5 * DAY);
+    const since = await list(`?since=${encodeURIComponent(fiveDaysAgo)}`);
+    assert.equal(since.data.length, 1);
+    assert.equal(since.range.from, fiveDaysAgo);
+    const bad = async (qs: string, field: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/exceptions${qs}`);
+      assert.equal(res.statusCode, 400, qs);
+      assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+      assert.ok(
+        res.json().errors.some((e: { field: string }) => e.field === field),
+        `${qs}: ${res.body}`,
+      );
+    };
+    await bad('?range=7d&since=2026-01-01T00:00:00Z', 'since');
+    await bad('?tz=Mars/Base', 'tz');
+    await bad('?interval=year', 'interval');
+    await bad('?from=2026-02-30', 'from');
+  });
+
+  it('an account or license filter needs view_accounts, like every per-account answer', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const issued = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenant.id}/keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'reader', permissions: ['read'] },
+    });
+    const reader = issued.json().key;
+    assert.equal((await get(t.app, reader, '/v1/exceptions')).statusCode, 200);
+    for (const qs of ['?account_id=acme', '?license_id=L1']) {
+      const res = await get(t.app, reader, `/v1/exceptions${qs}`);
+      assert.equal(res.statusCode, 403, qs);
+      assert.equal(res.json().code, 'forbidden');
+    }
   });
 });

@@ -93,6 +93,25 @@ describe('operator API', () => {
     assert.equal(reactivated.billing_state, 'accepting');
   });
 
+  it('an upgrade to a plan with account views turns account context on (the new plan\'s default); an operator\'s "off" on such a plan stays', async () => {
+    const created = (await admin('POST', '/admin/v1/tenants', { name: 'growing', plan: 'starter' })).json();
+    const id = created.tenant.id;
+    const key = created.api_keys.find((k: { permissions: string[] }) => k.permissions.length === 4).key;
+    const accounts = () => t.app.inject({ method: 'GET', url: '/v1/accounts', headers: { authorization: `Bearer ${key}` } });
+    assert.equal(created.tenant.account_context_enabled, false);
+    assert.equal((await accounts()).statusCode, 402);
+    const upgraded = (await admin('PATCH', `/admin/v1/tenants/${id}`, { plan: 'business' })).json();
+    assert.equal(upgraded.account_context_enabled, true);
+    assert.equal((await accounts()).statusCode, 200, 'docs/accounts.md: they see their data as soon as they upgrade');
+    assert.equal((await admin('PATCH', `/admin/v1/tenants/${id}`, { account_context_enabled: false })).json().account_context_enabled, false);
+    assert.equal((await admin('PATCH', `/admin/v1/tenants/${id}`, { plan: 'enterprise' })).json().account_context_enabled, false);
+    assert.equal((await accounts()).statusCode, 403);
+    const both = (await admin('PATCH', `/admin/v1/tenants/${id}`, { plan: 'starter' })).json();
+    assert.equal(both.account_context_enabled, false);
+    const explicit = (await admin('PATCH', `/admin/v1/tenants/${id}`, { plan: 'trial', account_context_enabled: false })).json();
+    assert.equal(explicit.account_context_enabled, false, 'a setting in the same call wins');
+  });
+
   it('refuses a bad plan or permission with validation_error naming the field', async () => {
     const res = await admin('POST', '/admin/v1/tenants', { name: 'x', plan: 'gold' });
     assert.equal(res.statusCode, 400);

@@ -159,6 +159,20 @@ describe('export: GET /v1/actors/{actorId}/export', () => {
     assert.ok(e.event_id && e.occurred_at && e.properties, JSON.stringify(e));
     assert.equal((await get(t.app, tenant.ingestKey, '/v1/actors/alice/export')).statusCode, 403);
   });
+
+  it('an unknown query parameter is a 400 naming it, on the export and the erasure status alike (CONTRACT.md)', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const erasure = await t.app.inject({ method: 'DELETE', url: '/v1/actors/x', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    for (const url of ['/v1/actors/alice/export?format=csv', `${erasure.json().status_url}?verbose=1`]) {
+      const res = await get(t.app, tenant.adminKey, url);
+      assert.equal(res.statusCode, 400, url);
+      assert.equal(res.json().code, 'validation_error');
+      assert.deepEqual(
+        res.json().errors.map((e: { field: string }) => e.field),
+        [url.split('?')[1]!.split('=')[0]],
+      );
+    }
+  });
 });
 
 describe('raw-event retention', () => {

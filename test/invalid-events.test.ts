@@ -57,6 +57,20 @@ describe('GET /v1/invalid-events', () => {
     assert.equal((await get(t.app, tenant.adminKey, '/v1/invalid-events?since=yesterday')).statusCode, 400);
   });
 
+  it('an unknown or misspelt parameter is a 400 naming it, as on every query (CONTRACT.md)', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    for (const param of ['reasons=UNRECOGNIZED_PRODUCT', 'from=2026-01-01', 'foo=1']) {
+      const res = await get(t.app, tenant.adminKey, `/v1/invalid-events?${param}`);
+      assert.equal(res.statusCode, 400, param);
+      assert.equal(res.json().code, 'validation_error');
+      assert.deepEqual(
+        res.json().errors.map((e: { field: string }) => e.field),
+        [param.split('=')[0]],
+      );
+    }
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/invalid-events?reason=UNRECOGNIZED_PRODUCT&kind=event&limit=5')).statusCode, 200);
+  });
+
   it('truncates a huge raw element to 8 KB', async () => {
     const tenant = await tenantWithProduct(t.app);
     await postEvents(t.app, tenant.ingestKey, [event({ blob: 'é'.repeat(20_000) })]);

@@ -150,6 +150,13 @@ describe('segments', () => {
     assert.equal((await get(t.app, other.adminKey, `/v1/segments/${id}`)).statusCode, 404);
     const bad = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { tz: 'Nowhere/Else' } });
     assert.deepEqual([bad.statusCode, bad.json().errors[0].field], [400, 'tz']);
+    // `latest` needs a product, as on every query: refused when saved, not first at use.
+    const latest = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { version: 'latest' } });
+    assert.deepEqual([latest.statusCode, latest.json().errors?.[0].field], [400, 'version']);
+    const patchedLatest = await send(other.adminKey, 'POST', '/v1/segments', { name: 'c', definition: { range: '7d' } });
+    const edit = await send(other.adminKey, 'PATCH', `/v1/segments/${patchedLatest.json().id}`, { definition: { version: 'latest' } });
+    assert.deepEqual([edit.statusCode, edit.json().errors?.[0].field], [400, 'version']);
+    assert.equal((await send(other.adminKey, 'POST', '/v1/segments', { name: 'd', definition: { product: 'app', version: 'latest' } })).statusCode, 201);
   });
 
   it('another tenant can neither see nor use a segment', async () => {

@@ -113,11 +113,15 @@ export async function patchTenant(
   id: string,
   patch: { plan?: PlanName; account_context_enabled?: boolean; event_retention_days?: number | null },
 ): Promise<TenantView> {
-  await requireTenant(deps, id);
+  const current = await requireTenant(deps, id);
+  // Account context is on by default on the plans with account views (CONTRACT.md): a tenant that
+  // moves onto one from a plan without them takes that default, so an upgrade shows the data that
+  // was kept. An operator's "off" on such a plan, or a setting in the same call, stays.
+  const gainsAccountViews = patch.plan !== undefined && ACCOUNT_PLANS.includes(patch.plan) && !ACCOUNT_PLANS.includes(current.plan);
   // Only the settable fields are passed on, whatever else the caller's object holds.
   const t = await updateTenant(deps.db, id, {
     plan: patch.plan,
-    account_context_enabled: patch.account_context_enabled,
+    account_context_enabled: patch.account_context_enabled ?? (gainsAccountViews ? true : undefined),
     event_retention_days: patch.event_retention_days,
   });
   return tenantView(deps, t!);

@@ -1,4 +1,5 @@
 import { notFound } from '../errors.js';
+import { encodeCursor, type CursorPart } from '../domain/cursor.js';
 import { traitsOf } from '../storage/identity.js';
 import type { Db } from '../storage/db.js';
 import {
@@ -15,7 +16,7 @@ import {
   type Snapshot,
 } from '../storage/accounts.js';
 import { coverage } from '../storage/coverage.js';
-import { exceptionGroupsQuery } from './exceptions.js';
+import { exceptionGroupsPage, exceptionGroupsQuery } from './exceptions.js';
 import { cursorKey, pageOf } from './page.js';
 
 // The account and license views, one function per endpoint (docs/accounts.md). Lists come from
@@ -95,7 +96,7 @@ export async function accountOverview(db: Db, tenantId: string, accountId: strin
     products: detail.products,
     versions: detail.versions,
     licenses: detail.counterparts.map(({ id, ...r }) => ({ license_id: id, ...r })),
-    recent_exceptions: (await exceptionGroupsQuery(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
+    recent_exceptions: (await exceptionGroupsPage(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
   };
 }
 
@@ -117,19 +118,46 @@ export async function accountActors(db: Db, tenantId: string, accountId: string,
   return { ...page, data: page.data.map((r) => ({ ...r, traits: traits.get(r.actor_id) ?? null })), ...f };
 }
 
-export async function accountLicenses(db: Db, tenantId: string, accountId: string) {
-  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
-  return { data: (await detailOf(db, scope, snapshot)).counterparts.map(({ id, ...r }) => ({ license_id: id, ...r })), ...f };
+type ListKey = readonly (string | number)[];
+
+/** Most events first, then the ids in order: the order of the lists a snapshot holds. */
+function byEvents(a: ListKey, b: ListKey): number {
+  if (a[0] !== b[0]) return Number(b[0]) - Number(a[0]);
+  for (let i = 1; i < a.length; i++) if (a[i] !== b[i]) return String(a[i]) < String(b[i]) ? -1 : 1;
+  return 0;
 }
 
-export async function accountVersions(db: Db, tenantId: string, accountId: string) {
-  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
-  return { data: (await detailOf(db, scope, snapshot)).versions, ...f };
+/**
+ * A page of a list the snapshot already holds, keyed (events, ids) like every list's cursor, so
+ * a page follows on from the previous one even when a refresh came between them. Sorted here, so
+ * that the order and the cursor's comparison agree whatever the database's collation.
+ */
+function pageByEvents<T extends { events: number }>(rows: readonly T[], p: PageParams, shape: readonly CursorPart[], ids: (row: T) => string[]) {
+  const limit = p.limit ?? 50;
+  const after = cursorKey(p.cursor, shape);
+  const key = (r: T): ListKey => [r.events, ...ids(r)];
+  const sorted = [...rows].sort((a, b) => byEvents(key(a), key(b)));
+  const rest = after ? sorted.filter((r) => byEvents(key(r), after) > 0) : sorted;
+  const data = rest.slice(0, limit);
+  const last = data[data.length - 1];
+  return { data, next_cursor: rest.length > limit && last ? encodeCursor(key(last)) : null };
 }
 
-export async function accountExceptions(db: Db, tenantId: string, accountId: string, query: Parameters<typeof exceptionGroupsQuery>[2]) {
+export async function accountLicenses(db: Db, tenantId: string, accountId: string, p: PageParams) {
+  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  const licenses = (await detailOf(db, scope, snapshot)).counterparts.map(({ id, ...r }) => ({ license_id: id, ...r }));
+  return { ...pageByEvents(licenses, p, ['int', 'text'], (r) => [r.license_id]), ...f };
+}
+
+export async function accountVersions(db: Db, tenantId: string, accountId: string, p: PageParams) {
+  const { f, snapshot, scope } = await scoped(db, tenantId, 'account_id', accountId);
+  const versions = (await detailOf(db, scope, snapshot)).versions;
+  return { ...pageByEvents(versions, p, ['int', 'text', 'text'], (r) => [r.source_app, r.source_version]), ...f };
+}
+
+export async function accountExceptions(db: Db, tenantId: string, accountId: string, query: Parameters<typeof exceptionGroupsQuery>[2], now: Date) {
   await scoped(db, tenantId, 'account_id', accountId);
-  return exceptionGroupsQuery(db, tenantId, { ...query, account_id: accountId });
+  return exceptionGroupsQuery(db, tenantId, { ...query, account_id: accountId }, now);
 }
 
 export async function licenseDetail(db: Db, tenantId: string, licenseId: string) {

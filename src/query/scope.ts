@@ -119,13 +119,16 @@ export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date;
   return { from: zonedMidnight(today.y, today.m, today.d - Number(days[1]) + 1, tz), to: now, tz, interval };
 }
 
+/** `latest` is a product's latest: without a product filter it is a 400 naming `version`. */
+export function checkLatest(p: Pick<ScopeParams, 'product' | 'version'>): void {
+  if (p.version === 'latest' && p.product === undefined) throw validationError([{ field: 'version', message: 'latest needs a product filter' }]);
+}
+
 /** Product (id or slug) and version (`latest`: the product's latest by its version rules). */
 export async function resolveProduct(q: Queryable, tenantId: string, p: ScopeParams): Promise<{ productId?: string; version?: string; empty: boolean }> {
+  checkLatest(p);
   let version = p.version;
-  if (p.product === undefined) {
-    if (version === 'latest') throw validationError([{ field: 'version', message: 'latest needs a product filter' }]);
-    return { ...(version !== undefined && { version }), empty: false };
-  }
+  if (p.product === undefined) return { ...(version !== undefined && { version }), empty: false };
   const product = await findProduct(q, tenantId, p.product);
   if (!product) return { empty: true };
   if (version === 'latest') {

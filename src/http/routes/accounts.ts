@@ -80,31 +80,33 @@ export function accountRoutes(app: App, ctx: AppContext): void {
   app.get(
     '/v1/accounts/:accountId/licenses',
     {
-      ...on(),
+      ...on(Page),
       schema: {
         summary: 'Licenses observed under the account',
         tags,
         security,
         params: AccountParams,
-        response: { 200: S.rollupList(S.LicenseUsage), ...errors },
+        querystring: Page,
+        response: { 200: S.rollupPage(S.LicenseUsage), ...errors },
       },
     },
-    async (request) => Q.accountLicenses(ctx.db, tenantOf(request), request.params.accountId),
+    async (request) => Q.accountLicenses(ctx.db, tenantOf(request), request.params.accountId, request.query),
   );
 
   app.get(
     '/v1/accounts/:accountId/versions',
     {
-      ...on(),
+      ...on(Page),
       schema: {
         summary: '(source_app, source_version) rows with usage counts',
         tags,
         security,
         params: AccountParams,
-        response: { 200: S.rollupList(S.VersionUsage), ...errors },
+        querystring: Page,
+        response: { 200: S.rollupPage(S.VersionUsage), ...errors },
       },
     },
-    async (request) => Q.accountVersions(ctx.db, tenantOf(request), request.params.accountId),
+    async (request) => Q.accountVersions(ctx.db, tenantOf(request), request.params.accountId, request.query),
   );
 
   app.get(
@@ -120,7 +122,7 @@ export function accountRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ExceptionGroups, ...errors },
       },
     },
-    async (request) => Q.accountExceptions(ctx.db, tenantOf(request), request.params.accountId, request.query),
+    async (request) => Q.accountExceptions(ctx.db, tenantOf(request), request.params.accountId, request.query, ctx.now()),
   );
 
   app.get(

@@ -4,6 +4,7 @@ import { notFound } from '../../errors.js';
 import { exportActor, getErasure, requestErasure, type ErasureRow } from '../../storage/data-rights.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
 import { ActorParams, Erasure } from '../schemas/data-rights.js';
 
@@ -16,6 +17,7 @@ const view = (e: ErasureRow) => ({ ...e, status_url: `/v1/actor-erasures/${e.id}
 /** An end user's rights, exercised by the vendor on their behalf (docs/data-rights.md). */
 export function dataRightsRoutes(app: App, ctx: AppContext): void {
   const canManage = requireKey(ctx.db, ['manage_products']);
+  const noParams = onlyKnownParams();
 
   app.delete(
     '/v1/actors/:actorId',
@@ -42,6 +44,7 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
     '/v1/actor-erasures/:id',
     {
       onRequest: canManage,
+      preValidation: noParams,
       schema: {
         summary: 'An erasure and its outcome',
         tags,
@@ -62,6 +65,7 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
     '/v1/actors/:actorId/export',
     {
       onRequest: canManage,
+      preValidation: noParams,
       schema: {
         summary: "Export an actor's records",
         description:

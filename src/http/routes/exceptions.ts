@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import { exceptionGroupsQuery } from '../../query/exceptions.js';
-import { requireFeature } from '../../query/guard.js';
+import { requireAccountAnswers } from '../../query/filters.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
@@ -16,22 +16,23 @@ export function exceptionRoutes(app: App, ctx: AppContext): void {
     {
       onRequest: [
         requireKey(ctx.db, ['read', 'manage_products', 'view_accounts']),
-        // account_id / license_id filters follow the account views' plan gating.
+        // account_id / license_id filters are per-account answers: view_accounts, then the plan and account context.
         async (request: FastifyRequest) => {
           const q = request.query as Query;
-          if (q.account_id !== undefined || q.license_id !== undefined) requireFeature(principalOf(request).tenant, 'account_context');
+          if (q.account_id !== undefined || q.license_id !== undefined) requireAccountAnswers(principalOf(request));
         },
       ],
       preValidation: onlyKnownParams(ExceptionQuery),
       schema: {
         summary: 'Exception groups by fingerprint',
-        description: 'Count, affected actors, first and last seen, versions and the latest occurrence of each group; newest first.',
+        description:
+          "Count, affected actors, first and last seen, versions and the latest occurrence of each group; newest first. The range is `range` or `from`/`to` in `tz` (the query side's), or `since`/`until`; with none, the whole history.",
         tags: ['exceptions'],
         security: [{ bearer: [] }],
         querystring: ExceptionQuery,
         response: { 200: ExceptionGroups, ...problems(400, 401, 402, 403) },
       },
     },
-    async (request) => exceptionGroupsQuery(ctx.db, principalOf(request).tenant.id, request.query),
+    async (request) => exceptionGroupsQuery(ctx.db, principalOf(request).tenant.id, request.query, ctx.now()),
   );
 }

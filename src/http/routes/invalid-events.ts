@@ -4,6 +4,7 @@ import { encodeCursor } from '../../storage/rows.js';
 import { cursorId } from '../lookups.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
 import { DateTime, page, problems } from '../schemas/common.js';
 
 const InvalidEvent = Type.Object({
@@ -32,6 +33,7 @@ export function invalidEventRoutes(app: App, ctx: AppContext): void {
     '/v1/invalid-events',
     {
       onRequest: requireKey(ctx.db, ['read', 'manage_products']),
+      preValidation: onlyKnownParams(Query),
       schema: {
         summary: 'List rejected records (dead letters), newest first',
         tags: ['invalid events'],

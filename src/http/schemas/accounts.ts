@@ -1,4 +1,6 @@
 import { Type, type TSchema } from 'typebox';
+import { FilterProps } from '../../query/filters.js';
+import { ReportHead } from './reports.js';
 
 // Response shapes of the account and license endpoints (SPEC.md leaves the fields "not shown";
 // these are ours, documented here for OpenAPI). Counts are over the rollup window.
@@ -70,7 +72,11 @@ export const ExceptionGroup = Type.Object({
     { description: 'the latest occurrence' },
   ),
 });
-export const ExceptionGroups = Type.Object({ data: Type.Array(ExceptionGroup), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+export const ExceptionGroups = Type.Object({
+  ...ReportHead,
+  data: Type.Array(ExceptionGroup),
+  next_cursor: Type.Union([Type.String(), Type.Null()]),
+});
 
 export const AccountOverview = Type.Object({
   account_id: Type.String(),
@@ -149,8 +155,13 @@ export const ExceptionQuery = Type.Object({
   product: Type.Optional(Type.String({ maxLength: 256, description: 'product id or slug' })),
   version: Type.Optional(Type.String({ maxLength: 128, description: 'a product_version, or `latest` (needs product)' })),
   severity: Type.Optional(Type.Enum(['fatal', 'non_fatal'])),
-  since: Type.Optional(Type.String({ format: 'date-time' })),
-  until: Type.Optional(Type.String({ format: 'date-time' })),
+  range: FilterProps.range,
+  from: FilterProps.from,
+  to: FilterProps.to,
+  tz: FilterProps.tz,
+  interval: FilterProps.interval,
+  since: Type.Optional(Type.String({ format: 'date-time', description: 'on occurred_at, an instant; not with range, from or to' })),
+  until: Type.Optional(Type.String({ format: 'date-time', description: 'on occurred_at, exclusive; not with range, from or to' })),
   account_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'when account context is enabled' })),
   license_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'when account context is enabled' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),

@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../../storage/db.js';
 import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
 import { requireFeature, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
-import { resolveRange, resolveScope, type ScopeParams } from '../scope.js';
+import { checkLatest, resolveRange, resolveScope, type ScopeParams } from '../scope.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, Params, scopeSql, type EventMatcher } from './event-sql.js';
 
@@ -25,6 +25,7 @@ type Tenant = TenantPlan & { id: string };
 /** Checks a definition as a query would resolve it (time zone, range, plan): a 400 or 402/403 now, not at use. */
 export function checkDefinition(tenant: Tenant, def: SegmentDefinition, now: Date): void {
   resolveRange(def, now);
+  checkLatest(def);
   if (def.account_id !== undefined || def.license_id !== undefined) requireFeature(tenant, 'account_context');
 }
 
