@@ -97,6 +97,16 @@ describe('GET /v1/events', () => {
     });
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().code, 'validation_error');
+    // interval, a common parameter of the query side (CONTRACT.md), is taken and echoed; compare is not a list's.
+    const get = (q: string) => t.app.inject({ method: 'GET', url: `/v1/events?${q}`, headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    const echoed = await get('interval=hour');
+    assert.equal(echoed.statusCode, 200, echoed.body);
+    assert.equal(echoed.json().interval, 'hour');
+    for (const q of ['interval=fortnight', 'compare=true']) {
+      const res = await get(q);
+      assert.equal(res.statusCode, 400, q);
+      assert.equal(res.json().errors[0].field, q.split('=')[0]);
+    }
   });
 
   it('an export longer than one page (5,000 rows) has every row once, in order', async () => {

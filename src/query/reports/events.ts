@@ -14,7 +14,7 @@ import { pageOf } from '../page.js';
 // every plan, visible on the account plans).
 
 export const EventListQuery = Type.Object({
-  ...(({ interval: _i, compare: _c, ...rest }) => rest)(FilterProps),
+  ...(({ compare: _c, ...rest }) => rest)(FilterProps),
   actor_id: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'as sent, or the identified actor (its linked anonymous ids too)' })),
   session_id: Type.Optional(Type.String({ format: 'uuid' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),

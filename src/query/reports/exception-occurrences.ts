@@ -10,12 +10,13 @@ import { seesAccounts } from './events.js';
 // One exception group's occurrences (docs/reports.md), newest first by occurred_at, then
 // exception_id, keyset-paged with the one cursor of the query side. The group trend's filters
 // (the report grammar on records: range or from/to in tz, product, version, account_id,
-// license_id) plus the group list's severity; interval and compare do not apply to a list. From
+// license_id) plus the group list's severity; `interval`, a common parameter, is taken and echoed
+// but cuts nothing, and `compare` does not apply to a list. From
 // the stored exceptions: exact and current. account_id and license_id are shown only to keys that
 // may see accounts, as in the event explorer.
 
 export const ExceptionOccurrencesQuery = Type.Object({
-  ...(({ interval: _i, compare: _c, ...rest }) => rest)(RecordFilterProps),
+  ...(({ compare: _c, ...rest }) => rest)(RecordFilterProps),
   severity: Type.Optional(Type.Enum(['fatal', 'non_fatal'])),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
