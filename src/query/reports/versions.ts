@@ -63,9 +63,10 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
     ? `SELECT actor, version, account_id, bit_or(1::bigint << ${index.of('day')}) AS mask, NULL::timestamp[] AS bs, max(last_seen) AS ls FROM avd GROUP BY 1, 2, 3`
     : `SELECT actor, version, account_id, 0::bigint AS mask, array_agg(DISTINCT date_trunc('${i}', day::timestamp)) AS bs, max(last_seen) AS ls FROM avd GROUP BY 1, 2, 3`;
   const adoption = index
-    ? `SELECT 'adoption' AS part, to_char(${index.bucket('n')}, 'YYYY-MM-DD') AS a, version AS b, sum(c) AS n, 0 AS m, NULL::timestamptz AS t
-         FROM (SELECT version, mask, count(*) AS c FROM (SELECT actor, version, bit_or(mask) AS mask FROM g GROUP BY 1, 2) x GROUP BY 1, 2) y
-        CROSS JOIN generate_series(0, 62) n WHERE mask & (1::bigint << n) <> 0 GROUP BY n, version`
+    ? `SELECT 'adoption' AS part, to_char(${index.bucket('(u.i - 1)::int')}, 'YYYY-MM-DD') AS a, z.version AS b, u.n, 0 AS m, NULL::timestamptz AS t
+         FROM (SELECT version, ${index.sums('mask', 'c')} AS s
+                 FROM (SELECT version, mask, count(*) AS c FROM (SELECT actor, version, bit_or(mask) AS mask FROM g GROUP BY 1, 2) x GROUP BY 1, 2) y GROUP BY version) z
+        CROSS JOIN LATERAL unnest(z.s) WITH ORDINALITY u(n, i) WHERE u.n IS NOT NULL`
     : `SELECT 'adoption' AS part, to_char(b, 'YYYY-MM-DD') AS a, version AS b, count(DISTINCT actor) AS n, 0 AS m, NULL::timestamptz AS t
          FROM g CROSS JOIN LATERAL unnest(g.bs) b GROUP BY b, version`;
   const rows = await q.query<{ part: string; a: string; b: string; n: string; m: string; t: Date | null }>(
