@@ -72,9 +72,11 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   const rows = await q.query<{ part: string; a: string; b: string; n: string; m: string; t: Date | null }>(
     `WITH avd AS (${avd.sql}),
           g AS MATERIALIZED (${groups}),
-          last AS (SELECT DISTINCT ON (actor) actor, version FROM g ORDER BY actor, ls DESC)
+          -- Per actor, its last activity and its last on the latest version: on the latest when they are
+          -- the same (a hash aggregate; DISTINCT ON sorted every group, 1.2 s for 554k on bench:queries).
+          last AS (SELECT max(ls) AS ls, max(ls) FILTER (WHERE version = ${sql.p(latest)}) AS on_latest FROM g GROUP BY actor)
      ${adoption}
-     UNION ALL SELECT 'latest', '', '', count(*), count(*) FILTER (WHERE version = ${sql.p(latest)}), NULL FROM last
+     UNION ALL SELECT 'latest', '', '', count(*), count(*) FILTER (WHERE on_latest = ls), NULL FROM last
      ${
        accounts && archived.length > 0
          ? `UNION ALL SELECT 'archived', account_id, version, count(DISTINCT actor), 0, max(ls) FROM (
