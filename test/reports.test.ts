@@ -231,6 +231,12 @@ describe('GET /v1/reports/trends', () => {
     const pro = await ok(`/v1/reports/trends?${RANGE}&property=plan:pro`);
     assert.equal(pro.source, 'events');
     assert.deepEqual(pro.series[0].total, { events: 5, actors: 3 }); // a2 ×3, a3, a4 (Feb 2)
+    // No event has the key: every event is under the null value, a top value, not "other".
+    const none = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:nope`);
+    assert.deepEqual(
+      none.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total]),
+      [[null, false, { events: 8, actors: 4 }]],
+    );
     const by = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:plan`);
     assert.deepEqual(
       by.series.map((s: { breakdown_value: string; total: { events: number } }) => [s.breakdown_value, s.total.events]),

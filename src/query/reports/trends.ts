@@ -142,8 +142,13 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   });
 }
 
-/** Whether a row of key k (in CTE `alias`) falls in "other": not among the top values (always false without a breakdown). */
-const otherOf = (b: Breakdown | undefined, alias: string) => (b ? `NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ${alias}.k)` : 'false');
+/**
+ * Whether a row of key k (in CTE `alias`) falls in "other": not among the top values (always false
+ * without a breakdown). The top values are one array, built once; array_position compares as IS
+ * NOT DISTINCT FROM, so a null value can be a top value. A subquery on `top` per row cost 0.87 s
+ * over the 551k (version, actor) rows of a 30-day breakdown by version on bench:queries.
+ */
+const otherOf = (b: Breakdown | undefined, alias: string) => (b ? `array_position(ARRAY(SELECT k FROM top), ${alias}.k) IS NULL` : 'false');
 
 interface ActorPart {
   /** CTEs (after ev, top, e) that the actor rows read. */
