@@ -225,6 +225,25 @@ describe('GET /v1/reports/trends', () => {
     const click = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York&interval=week&name=click`);
     assert.equal(click.source, 'events');
     assert.deepEqual(points(click.series[0]), points(body.series[0]));
+    // Per hour (no bucket masks): New York's Feb 1 has a1's view at 05:00, a2's click at 07:00, a3's click at 20:00.
+    const hours = await ok('/v1/reports/trends?from=2026-02-01&to=2026-02-02&tz=America/New_York&interval=hour&breakdown=name&limit=1');
+    assert.equal(hours.source, 'events');
+    const nonZero = (s: { data: { date: string; events: number; actors: number }[] }) => points(s).filter((p) => p[1] !== 0);
+    assert.deepEqual(
+      hours.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total, nonZero(s as never)]),
+      [
+        [
+          'click',
+          false,
+          { events: 2, actors: 2 },
+          [
+            ['2026-02-01T07:00', 1, 1],
+            ['2026-02-01T20:00', 1, 1],
+          ],
+        ],
+        [null, true, { events: 1, actors: 1 }, [['2026-02-01T05:00', 1, 1]]],
+      ],
+    );
   });
 
   it('filters by property equality and breaks down by a property key', async () => {

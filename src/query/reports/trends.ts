@@ -280,7 +280,7 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
     `WITH ${b?.env ? ENV_CTE(sql.p(s.tenantId)) + ',' : ''}
      ev AS MATERIALIZED (${rawEvents(f, sql, `${bucketOf('e.occurred_at', sql, s)} AS b, ${key} AS k, ${ACTOR} AS actor`, join)}),
      top AS (SELECT k FROM ev GROUP BY k ORDER BY count(*) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
-     m AS (SELECT b, actor, NOT EXISTS (SELECT 1 FROM top t WHERE t.k IS NOT DISTINCT FROM ev.k) AS o, ev.k FROM ev)
+     m AS (SELECT b, actor, ${otherOf(b, 'ev')} AS o, ev.k FROM ev)
      SELECT ${label('b', s)} AS date, CASE WHEN o THEN NULL ELSE k END AS k, o, count(*) AS events, count(DISTINCT actor) AS actors
        FROM m GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END))`,
     sql.values,
