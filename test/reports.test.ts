@@ -195,10 +195,67 @@ describe('GET /v1/reports/trends', () => {
     ]);
   });
 
+  it('breaks down by name from raw events per local week (New York), each actor once per week', async () => {
+    const body = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York&interval=week&breakdown=name&limit=1`);
+    assert.equal(body.source, 'events');
+    // Local (UTC-5) week of Jan 26 (Jan 29–Feb 1 in range): click a1 Jan 29 and Jan 31 18:30, a2 Jan 30 and Feb 1,
+    // a3 Feb 1 20:00 = 5 events by 3 actors; view a1 Feb 1 05:00. Week of Feb 2: click a4; view a2.
+    assert.deepEqual(
+      body.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total]),
+      [
+        ['click', false, { events: 6, actors: 4 }],
+        [null, true, { events: 2, actors: 2 }],
+      ],
+    );
+    assert.deepEqual(points(body.series[0]), [
+      ['2026-01-26', 5, 3],
+      ['2026-02-02', 1, 1],
+    ]);
+    assert.deepEqual(points(body.series[1]), [
+      ['2026-01-26', 1, 1],
+      ['2026-02-02', 1, 1],
+    ]);
+    // The same range from the read model (no breakdown) and from raw events (a name filter) agree on click.
+    const all = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York&interval=week`);
+    assert.equal(all.source, 'read_model');
+    assert.deepEqual(points(all.series[0]), [
+      ['2026-01-26', 6, 3],
+      ['2026-02-02', 2, 2],
+    ]);
+    const click = await ok(`/v1/reports/trends?${RANGE}&tz=America/New_York&interval=week&name=click`);
+    assert.equal(click.source, 'events');
+    assert.deepEqual(points(click.series[0]), points(body.series[0]));
+    // Per hour (no bucket masks): New York's Feb 1 has a1's view at 05:00, a2's click at 07:00, a3's click at 20:00.
+    const hours = await ok('/v1/reports/trends?from=2026-02-01&to=2026-02-02&tz=America/New_York&interval=hour&breakdown=name&limit=1');
+    assert.equal(hours.source, 'events');
+    const nonZero = (s: { data: { date: string; events: number; actors: number }[] }) => points(s).filter((p) => p[1] !== 0);
+    assert.deepEqual(
+      hours.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total, nonZero(s as never)]),
+      [
+        [
+          'click',
+          false,
+          { events: 2, actors: 2 },
+          [
+            ['2026-02-01T07:00', 1, 1],
+            ['2026-02-01T20:00', 1, 1],
+          ],
+        ],
+        [null, true, { events: 1, actors: 1 }, [['2026-02-01T05:00', 1, 1]]],
+      ],
+    );
+  });
+
   it('filters by property equality and breaks down by a property key', async () => {
     const pro = await ok(`/v1/reports/trends?${RANGE}&property=plan:pro`);
     assert.equal(pro.source, 'events');
     assert.deepEqual(pro.series[0].total, { events: 5, actors: 3 }); // a2 ×3, a3, a4 (Feb 2)
+    // No event has the key: every event is under the null value, a top value, not "other".
+    const none = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:nope`);
+    assert.deepEqual(
+      none.series.map((s: { breakdown_value: string | null; other: boolean; total: unknown }) => [s.breakdown_value, s.other, s.total]),
+      [[null, false, { events: 8, actors: 4 }]],
+    );
     const by = await ok(`/v1/reports/trends?${RANGE}&breakdown=property:plan`);
     assert.deepEqual(
       by.series.map((s: { breakdown_value: string; total: { events: number } }) => [s.breakdown_value, s.total.events]),

@@ -3,10 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
+let tenantId: string;
 const silent = { warn() {}, info() {}, error() {} } as never;
 const env = (data: object) => ({ headers: { 'x-environment-data': Buffer.from(JSON.stringify(data)).toString('base64') } });
 
@@ -18,6 +19,7 @@ before(async () => {
   t = await startTestApp();
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
+  tenantId = tenant.id;
   const register = (v: string, release_date: string) =>
     t.app.inject({
       method: 'POST',
@@ -109,6 +111,26 @@ describe('GET /v1/reports/versions', () => {
       { date: '2026-05-11', version: '2.0', actors: 2 },
       { date: '2026-05-11', version: '1.0', actors: 1 },
     ]);
+  });
+
+  it('answers a key without view_accounts the same adoption and share, without the account parts', async () => {
+    // Without the archived-accounts part the groups are per (actor, version), not per (actor, version, account).
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenantId}/keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'reader', permissions: ['read'] },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const body = await ok(`/v1/reports/versions?product=app&${RANGE}`, res.json().key);
+    // As for the admin key: May 10 1.0 by u1, u2; May 11 2.0 by u3; May 12 1.0 by u2, 2.0 by u1; u1 and u3 end on 2.0.
+    assert.deepEqual(body.adoption, [
+      { date: '2026-05-10', version: '1.0', actors: 2 },
+      { date: '2026-05-11', version: '2.0', actors: 1 },
+      { date: '2026-05-12', version: '1.0', actors: 1 },
+      { date: '2026-05-12', version: '2.0', actors: 1 },
+    ]);
+    assert.deepEqual([body.share_on_latest, body.upgrade_lag, body.archived_accounts], [66.6667, null, null]);
   });
 
   it('needs a product; hides the account parts from a plan without account views', async () => {
