@@ -38,7 +38,17 @@ export interface Scope {
   empty: boolean;
 }
 
-const DAY_MS = 86_400_000;
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+/** A calendar date. */
+export type Ymd = { y: number; m: number; d: number };
+/** A calendar date as YYYY-MM-DD. */
+export const isoDay = (d: Ymd) => new Date(Date.UTC(d.y, d.m - 1, d.d)).toISOString().slice(0, 10);
+/** The calendar date n days after d. */
+export function plusDays(d: Ymd, n: number): Ymd {
+  const t = new Date(Date.UTC(d.y, d.m - 1, d.d + n));
+  return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate() };
+}
 const INTERVALS: readonly Interval[] = ['hour', 'day', 'week', 'month'];
 
 export function validTimeZone(tz: string): boolean {
@@ -78,7 +88,7 @@ export function zonedMidnight(y: number, m: number, d: number, tz: string): Date
 }
 
 /** The local calendar date of `at` in tz. */
-export function localDate(at: Date, tz: string): { y: number; m: number; d: number } {
+export function localDate(at: Date, tz: string): Ymd {
   const local = new Date(at.getTime() + offsetMs(at, tz));
   return { y: local.getUTCFullYear(), m: local.getUTCMonth() + 1, d: local.getUTCDate() };
 }

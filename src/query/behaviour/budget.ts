@@ -1,5 +1,6 @@
 import { queryTooLarge } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
+import { DAY_MS } from '../scope.js';
 
 // The time budget of the behaviour queries that read raw events (funnels, paths, drill-down).
 // On PostgreSQL a statement runs under the request pool's statement timeout, like every read
@@ -14,7 +15,7 @@ export const MAX_ROWS = 3_000_000;
 export const tooLarge = queryTooLarge;
 
 export function checkRange(db: Db, fromMs: number, toMs: number): void {
-  if (db.kind === 'pglite' && toMs - fromMs > EMBEDDED_MAX_DAYS * 86_400_000) {
+  if (db.kind === 'pglite' && toMs - fromMs > EMBEDDED_MAX_DAYS * DAY_MS) {
     throw tooLarge(`narrow the range to at most ${EMBEDDED_MAX_DAYS} days (including the conversion window) on the embedded store`);
   }
 }

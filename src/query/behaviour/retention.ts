@@ -1,7 +1,7 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type TenantPlan } from '../guard.js';
-import { echo, resolveScope, type Interval, type ScopeParams } from '../scope.js';
+import { DAY_MS, echo, resolveScope, type Interval, type ScopeParams } from '../scope.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, Params, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
@@ -42,8 +42,6 @@ interface Plan {
   ctes?: { text: string; params: Params };
 }
 
-const DAY = 86_400_000;
-
 /**
  * "Any event" retention by actor answers from the read model's actor days (one row per active
  * actor and UTC day, under the identified id, with the day's first event time) when every period
@@ -52,7 +50,7 @@ const DAY = 86_400_000;
  */
 function fromReadModel(scope: Plan['scope'], q: RetentionQuery, by: string, bounds: number[], now: Date): boolean {
   if (q.start_event || q.return_event || by !== 'actor' || scope.version !== undefined) return false;
-  const midnight = (t: number) => t % DAY === 0;
+  const midnight = (t: number) => t % DAY_MS === 0;
   return bounds.every(midnight) && midnight(scope.from.getTime()) && (midnight(scope.to.getTime()) || scope.to.getTime() >= now.getTime());
 }
 
@@ -72,7 +70,7 @@ function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, boun
   if (scope.accountId !== undefined) w.push(`d.account_id = ${p.add(scope.accountId)}`);
   if (scope.licenseId !== undefined) w.push(`d.license_id = ${p.add(scope.licenseId)}`);
   const days = `SELECT d.actor_id AS u, d.day, d.first_seen FROM rm_actor_days d WHERE ${w.join(' AND ')}${seg}`;
-  const dayBefore = (t: number) => `${p.add(utcDay(Math.ceil(t / DAY) * DAY))}::date`;
+  const dayBefore = (t: number) => `${p.add(utcDay(Math.ceil(t / DAY_MS) * DAY_MS))}::date`;
   const bucket = `width_bucket(x.day, ${p.add(bounds.map(utcDay))}::date[])`;
   const fromDay = `${p.add(utcDay(scope.from.getTime()))}::date`;
   const returns = `x.day >= ${fromDay} AND x.day < ${dayBefore(end)}`;

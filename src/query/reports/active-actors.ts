@@ -1,7 +1,9 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { checkBuckets, FilterProps, head, Params, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { DAY_MS } from '../scope.js';
 import { actorDays } from './actor-days.js';
+import { bucketStart } from './buckets.js';
 
 // Active actors (docs/reports.md): distinct actors per interval; DAU, WAU and MAU per day, rolling
 // (the 1, 7 and 30 local days ending that day) and exact; stickiness (DAU/MAU, and how many days
@@ -14,18 +16,11 @@ export type ActiveActorsParams = Static<typeof ActiveActorsQuery>;
 
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000);
 
-const DAY_MS = 86_400_000;
 /** Days per 64-bit word of an actor's mask (bit 63, the sign, unused). */
 const WORD = 63;
 type Interval = 'day' | 'week' | 'month';
 const ms = (day: string) => Date.parse(`${day}T00:00:00Z`);
 const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
-/** The bucket (its first day) a local day falls in: PostgreSQL's date_trunc, weeks from Monday. */
-function bucketOf(day: string, i: Interval): string {
-  if (i === 'day') return day;
-  if (i === 'month') return `${day.slice(0, 8)}01`;
-  return iso(ms(day) - ((new Date(ms(day)).getUTCDay() + 6) % 7) * DAY_MS);
-}
 
 /**
  * One hash aggregate by actor makes each actor's active days a bit mask (63 days per bigint word,
@@ -64,11 +59,11 @@ async function period(q: Queryable, f: Filters) {
   const labels: string[] = [];
   const dayBucket = new Int32Array(span);
   days.forEach((day, d) => {
-    const b = bucketOf(day, i);
+    const b = bucketStart(day, i);
     if (labels.at(-1) !== b) labels.push(b);
     dayBucket[d] = labels.length - 1;
   });
-  const firstBucket = labels.indexOf(bucketOf(ad.firstDay, i));
+  const firstBucket = labels.indexOf(bucketStart(ad.firstDay, i));
   const rank = new Map(labels.map((b, k) => [b, k]));
   // A first-seen bucket before the span ranks before every bucket, one after it after every bucket.
   const rankOf = (b: string) => rank.get(b) ?? (b < labels[0]! ? -1 : labels.length);

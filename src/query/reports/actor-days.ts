@@ -1,6 +1,6 @@
 import { validationError } from '../../errors.js';
 import { ACTOR, Params, rawEvents, segmentWhere, type Filters } from '../filters.js';
-import { localDate, zonedMidnight } from '../scope.js';
+import { isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -23,19 +23,12 @@ export interface ActorDays {
   source: 'read_model' | 'events';
 }
 
-type Ymd = { y: number; m: number; d: number };
-const iso = (d: Ymd) => new Date(Date.UTC(d.y, d.m - 1, d.d)).toISOString().slice(0, 10);
-const plusDays = (d: Ymd, n: number): Ymd => {
-  const t = new Date(Date.UTC(d.y, d.m - 1, d.d + n));
-  return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate() };
-};
-
 /** Whether each local midnight from `first` to the day after `last` is a whole UTC hour: then every UTC hour lies in one local day. */
 export function wholeHourDays(tz: string, first: Ymd, last: Ymd): boolean {
   if (UTC_ZONES.has(tz)) return true;
   for (let d = first, n = 0; n <= 800; d = plusDays(d, 1), n++) {
     if (zonedMidnight(d.y, d.m, d.d, tz).getTime() % 3_600_000 !== 0) return false;
-    if (iso(d) > iso(last)) return true;
+    if (isoDay(d) > isoDay(last)) return true;
   }
   return false;
 }
@@ -77,7 +70,7 @@ export function localActorDays(f: Filters, sql: Params, first: Ymd, last: Ymd, c
   if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.p(s.licenseId)}`);
   w.push(segmentWhere(f, sql, 'a.actor_id'));
   if (UTC_ZONES.has(s.tz)) {
-    w.push(`a.day >= ${sql.p(iso(first))}::date`, `a.day <= ${sql.p(iso(last))}::date`);
+    w.push(`a.day >= ${sql.p(isoDay(first))}::date`, `a.day <= ${sql.p(isoDay(last))}::date`);
     return `SELECT ${columns} FROM (SELECT a.*, a.day AS lday FROM rm_actor_days a WHERE ${w.join(' AND ')}) a`;
   }
   const lo = zonedMidnight(first.y, first.m, first.d, s.tz);
@@ -100,7 +93,7 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
   const back = Math.min(zonedMidnight(first.y, first.m, first.d - 29, s.tz).getTime(), zonedMidnight(first.y, first.m - 1, 1, s.tz).getTime());
   const backDay = localDate(new Date(back), s.tz);
   const wide: Filters = { ...f, scope: { ...s, from: new Date(back) } };
-  const range = { firstDay: iso(first), lastDay: iso(last), backDay: iso(backDay) };
+  const range = { firstDay: isoDay(first), lastDay: isoDay(last), backDay: isoDay(backDay) };
   if (!actorDaysAnswer(f, backDay, last)) {
     return { ...range, source: 'events', sql: rawEvents(wide, sql, `(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
   }

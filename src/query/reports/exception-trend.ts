@@ -3,7 +3,7 @@ import { notFound } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { checkBuckets, head, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
-import { bucketLabels } from './trends.js';
+import { bucketLabels } from './buckets.js';
 
 // One exception group (a fingerprint): its occurrences and affected actors per interval in the
 // range, and its first and last version over all time (GET /v1/exceptions keeps its list as it

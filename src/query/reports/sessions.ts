@@ -15,7 +15,7 @@ import {
   type Principal,
 } from '../filters.js';
 import { pageOf } from '../page.js';
-import { bucketLabels } from './trends.js';
+import { bucketLabels } from './buckets.js';
 
 // Sessions (docs/reports.md), from the read model's sessions (rm_sessions: status as Sentry's
 // release health defines it, the actor after identify, the account a session adopted), counted

@@ -1,12 +1,12 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
-import { localDate, zonedMidnight } from '../scope.js';
+import { DAY_MS, HOUR_MS, localDate, zonedMidnight } from '../scope.js';
 import { localActorDays, UTC_ZONES, wholeHourDays } from './actor-days.js';
+import { bucketIndex, bucketLabels, type BucketIndex } from './buckets.js';
 import {
   ACTOR,
   bucketOf,
-  bucketSeries,
   checkBuckets,
   FilterProps,
   head,
@@ -49,8 +49,6 @@ export interface Series {
 }
 
 type Row = { date: string | null; k: string | null; o: boolean; events: string; actors: string };
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 
 /**
  * The rows of one period from the read model, or undefined when it cannot answer exactly. It keeps
@@ -203,44 +201,6 @@ function maskCounts(masks: string, b: Breakdown | undefined, index: BucketIndex)
   };
 }
 
-export type Ymd = { y: number; m: number; d: number };
-const MAX_MASK_BUCKETS = 63;
-
-export interface BucketIndex {
-  /** A local day's bucket number (0: the bucket of the range's first day). */
-  of(day: string): string;
-  /** A bucket number's local start (a timestamp). */
-  bucket(n: string): string;
-  /**
-   * An aggregate: per bucket, the sum of `weight` over the rows whose `mask` has the bucket's bit,
-   * as an array (NULL where none). One pass with a filter per bucket: a join of each mask to the 63
-   * bit numbers made a row per pair (7.6M for 121k masks, 3 s).
-   */
-  sums(mask: string, weight: string): string;
-}
-
-/**
- * A local day's bucket as a number from 0 (the bucket of `first`), and back, when the range has at
- * most 63 buckets of the interval; else undefined.
- */
-export function bucketIndex(i: 'day' | 'week' | 'month', first: Ymd, last: Ymd, sql: Params): BucketIndex | undefined {
-  const days = (Date.UTC(last.y, last.m - 1, last.d) - Date.UTC(first.y, first.m - 1, first.d)) / DAY_MS;
-  const buckets = i === 'day' ? days + 1 : i === 'week' ? Math.floor(days / 7) + 2 : (last.y - first.y) * 12 + last.m - first.m + 1;
-  if (buckets > MAX_MASK_BUCKETS) return undefined;
-  const start = sql.p(`${first.y}-${String(first.m).padStart(2, '0')}-${String(first.d).padStart(2, '0')}`);
-  const b0 = `date_trunc('${i}', ${start}::timestamp)`;
-  const sums = (mask: string, weight: string) =>
-    `array[${Array.from({ length: buckets }, (_, n) => `sum(${weight}) FILTER (WHERE ${mask} & (1::bigint << ${n}) <> 0)`).join(', ')}]`;
-  if (i === 'day') return { sums, of: (d) => `(${d} - ${start}::date)`, bucket: (n) => `${start}::date::timestamp + make_interval(days => ${n})` };
-  if (i === 'week')
-    return { sums, of: (d) => `((date_trunc('week', ${d}::timestamp)::date - ${b0}::date) / 7)`, bucket: (n) => `${b0} + make_interval(days => 7 * ${n})` };
-  return {
-    sums,
-    of: (d) => `((extract(year FROM ${d})::int - ${first.y}) * 12 + extract(month FROM ${d})::int - ${first.m})`,
-    bucket: (n) => `${b0} + make_interval(months => ${n})`,
-  };
-}
-
 /** The series of one period: per breakdown value (top N by events, then "other"), every bucket filled. */
 async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, toNow: boolean): Promise<{ source: Source; series: Series[] }> {
   const s = f.scope;
@@ -310,12 +270,6 @@ async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows
   return [...byKey.values()].sort(
     (x, y) => Number(x.other) - Number(y.other) || y.total.events - x.total.events || String(x.breakdown_value).localeCompare(String(y.breakdown_value)),
   );
-}
-
-export async function bucketLabels(q: Queryable, f: Filters): Promise<string[]> {
-  const sql = new Params();
-  const rows = await q.query<{ date: string }>(`SELECT ${label('b', f.scope)} AS date FROM (${bucketSeries(sql, f.scope)}) x ORDER BY b`, sql.values);
-  return rows.map((r) => r.date);
 }
 
 export async function trends(q: Queryable, principal: Principal, p: TrendsParams, now: Date) {

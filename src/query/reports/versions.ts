@@ -8,7 +8,7 @@ import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccou
 import { localDate } from '../scope.js';
 import { actorDaysAnswer, localActorDays, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
-import { bucketIndex, bucketLabels } from './trends.js';
+import { bucketIndex, bucketLabels } from './buckets.js';
 
 // Versions of one product (docs/reports.md): adoption over time (actors per version per interval,
 // an actor counted under the version it ended each day on), the share of the range's actors on
