@@ -15,23 +15,38 @@ const env = (data: object) => ({ headers: { 'x-environment-data': Buffer.from(JS
 //   u1 (account A): 1.0 May 10 10:00, 2.0 May 12 10:00    environment os_name Windows
 //   u2 (account B): 1.0 May 10 11:00, 1.0 May 12 11:00    environment os_name macOS
 //   u3 (no account): 2.0 May 11 09:00                      no environment
+const registerVersion = (adminKey: string, v: string, release_date: string) =>
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/version-registrations',
+    headers: { authorization: `Bearer ${adminKey}` },
+    payload: { product: 'app', product_version: v, release_date },
+  });
+async function archiveVersion(adminKey: string, productId: string, v: string): Promise<void> {
+  const versions = (await get(t.app, adminKey, `/v1/products/${productId}/versions`)).json().data as { id: string; product_version: string }[];
+  const patch = await t.app.inject({
+    method: 'PATCH',
+    url: `/v1/products/${productId}/versions/${versions.find((x) => x.product_version === v)!.id}`,
+    headers: { authorization: `Bearer ${adminKey}` },
+    payload: { status: 'archived' },
+  });
+  assert.equal(patch.statusCode, 200, patch.body);
+}
+async function fold(): Promise<void> {
+  const jobs = startJobs(t.db, [rollupJob(60)], silent);
+  assert.equal(await jobs.runOnce('rollups'), true);
+  await jobs.stop();
+}
+const e = (actor: string, v: string, timestamp: string, account?: string) =>
+  event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
+
 before(async () => {
   t = await startTestApp();
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
   tenantId = tenant.id;
-  const register = (v: string, release_date: string) =>
-    t.app.inject({
-      method: 'POST',
-      url: '/v1/version-registrations',
-      headers: { authorization: `Bearer ${key}` },
-      payload: { product: 'app', product_version: v, release_date },
-    });
-  assert.equal((await register('1.0', '2026-05-01')).statusCode, 201);
-  const v2 = await register('2.0', '2026-05-11');
-  assert.equal(v2.statusCode, 201);
-  const e = (actor: string, v: string, timestamp: string, account?: string) =>
-    event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
+  assert.equal((await registerVersion(key, '1.0', '2026-05-01')).statusCode, 201);
+  assert.equal((await registerVersion(key, '2.0', '2026-05-11')).statusCode, 201);
   assert.equal(
     (
       await postEvents(
@@ -55,18 +70,8 @@ before(async () => {
     200,
   );
   assert.equal((await postEvents(t.app, tenant.ingestKey, [e('u3', '2.0', '2026-05-11T09:00:00Z')])).statusCode, 200);
-  const versions = (await get(t.app, key, `/v1/products/${tenant.productId}/versions`)).json().data as { id: string; product_version: string }[];
-  const v1 = versions.find((v) => v.product_version === '1.0')!;
-  const patch = await t.app.inject({
-    method: 'PATCH',
-    url: `/v1/products/${tenant.productId}/versions/${v1.id}`,
-    headers: { authorization: `Bearer ${key}` },
-    payload: { status: 'archived' },
-  });
-  assert.equal(patch.statusCode, 200, patch.body);
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
-  assert.equal(await jobs.runOnce('rollups'), true);
-  await jobs.stop();
+  await archiveVersion(key, tenant.productId, '1.0');
+  await fold();
 });
 after(async () => t.close());
 
@@ -97,6 +102,28 @@ describe('GET /v1/reports/versions', () => {
     ]);
     // A's last activity was on 2.0; B's on 1.0, archived.
     assert.deepEqual(body.archived_accounts, [{ account_id: 'B', version: '1.0', actors: 1, last_seen: '2026-05-12T11:00:00.000Z' }]);
+  });
+
+  it('accounts on archived versions go by each account’s own last activity, whatever its actors did elsewhere', async () => {
+    // Another tenant; an actor counts under the version it ended each day on. Account C: w1 on 2.0 May 10,
+    // 1.0 May 11; w2 on 1.0 May 12 12:00 → C's last activity is on 1.0 (archived), run there by w1 and w2.
+    // Account D: w2 on 2.0 May 12 09:00 → D's last is 2.0, though w2's own last activity (in C) is on 1.0.
+    const other = await tenantWithProduct(t.app, 'business');
+    assert.equal((await registerVersion(other.adminKey, '1.0', '2026-05-01')).statusCode, 201);
+    assert.equal((await registerVersion(other.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+    const batch = [
+      e('w1', '2.0', '2026-05-10T10:00:00Z', 'C'),
+      e('w1', '1.0', '2026-05-11T09:00:00Z', 'C'),
+      e('w2', '2.0', '2026-05-12T09:00:00Z', 'D'),
+      e('w2', '1.0', '2026-05-12T12:00:00Z', 'C'),
+    ];
+    assert.equal((await postEvents(t.app, other.ingestKey, batch)).statusCode, 200);
+    await archiveVersion(other.adminKey, other.productId, '1.0');
+    await fold();
+    const body = await ok(`/v1/reports/versions?product=app&${RANGE}`, other.adminKey);
+    assert.deepEqual(body.archived_accounts, [{ account_id: 'C', version: '1.0', actors: 2, last_seen: '2026-05-12T12:00:00.000Z' }]);
+    // w1 ends on 1.0 (May 11), w2 on 1.0 (May 12 12:00): neither on the latest.
+    assert.equal(body.share_on_latest, 0);
   });
 
   it('answers a range of more than 63 days as the short range, per week and per day', async () => {
