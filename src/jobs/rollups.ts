@@ -88,7 +88,7 @@ interface Slice {
  * as a cut slice went; otherwise it doubles while slices fit their time (a run of empty ids is
  * crossed quickly) and stays as it is when one did not.
  */
-export function nextSize(size: Size, last: Slice, sliceMs: number): Size {
+function nextSize(size: Size, last: Slice, sliceMs: number): Size {
   const full = last.cut || last.events >= size.budget / 2;
   const fits = Math.floor((last.events * sliceMs) / Math.max(1, last.ms));
   const budget = full ? Math.max(1, Math.min(2 * size.budget, fits)) : size.budget;
@@ -107,11 +107,11 @@ export function nextSize(size: Size, last: Slice, sliceMs: number): Size {
  * is folded exactly once and no refresh is lost to a crash. Each tenant's refresh is a transaction
  * of its own. Slices aim at `sliceMs` each: on the embedded store, whose one connection requests
  * share with the job, that bounds how long a request waits behind it; on PostgreSQL it bounds the
- * length of the job's transactions. Each slice's width follows the last one's time in proportion,
- * at most doubling (a slice's cost is partly fixed), and an overrun at least halves it. Transaction
- * ids are not events (a migration, the job's own transactions write none; a batch writes up to
- * 1000), so a slice wider than any timed so far first counts its events and narrows to what its
- * time allows at the cost per event last seen.
+ * length of the job's transactions. A slice is bounded in events, counted per transaction id
+ * before it (ids are not events: a migration or the job's own transaction writes none, a batch up
+ * to 1000), by a budget that starts from a cautious cost per event and follows full slices' time
+ * (nextSize). Each step first summarises a few BRIN ranges of the new rows' pages, and folds once
+ * few are left (summariseXidRanges).
  *
  * A run of many slices (a backlog) refreshes the snapshots it has made stale every interval, so
  * that the account views move while it catches up. With `compactEvery`, it also compacts every so

@@ -100,15 +100,17 @@ export type SummaryCursor = Map<string, number>;
 
 /**
  * Summarises at most `ranges` page ranges (128 pages, 1 MB each) of each BRIN index on ingest_xid,
- * from `cursor` on; returns how many it summarised, and whether every index now is up to its table's end.
+ * from `cursor` on; returns how many it summarised, and whether each index has at most as many
+ * left (a fold reads those few whole, which costs about what summarising them does; waiting for
+ * none could wait for good while rows keep coming as fast as a step summarises).
  *
  * A BRIN index narrows a scan only over the page ranges it has summarised, which vacuum does;
  * without autovacuum (the embedded store, or a server with it off) nothing is, and a fold reads
  * every range not summarised: each fold would grow with the table. brin_summarize_new_values
- * summarises all of them in one call, and at saturation a minute of new events is about 240
+ * summarises all of them in one call, and at saturation a minute of new events is about 200
  * ranges: the first fold of each run held the embedded store for seconds (12 s after a 1.2M-event
- * backlog built with the job off). So a step summarises a bounded number, and folds only once all
- * are. The cursor starts at 0 in each process (a summarised range is skipped at the cost of a look
+ * backlog built with the job off). So a step summarises a bounded number, and folds only once few
+ * are left. The cursor starts at 0 in each process (a summarised range is skipped at the cost of a look
  * at the index) and stops at the start of the table's last range, which is partial: summarised, a
  * range takes new rows' values as they are inserted; the ranges after it are summarised next time.
  */
@@ -129,7 +131,7 @@ export async function summariseXidRanges(q: Queryable, cursor: SummaryCursor, ra
     const pages = Number(rows[i]!.pages);
     const to = Math.min(from + ranges * PAGES_PER_RANGE, pages);
     summarised += rows[i]!.summarised;
-    if (to < pages) done = false;
+    if (pages - to > ranges * PAGES_PER_RANGE) done = false;
     cursor.set(index, to < pages ? to : Math.max(from, Math.floor((pages - 1) / PAGES_PER_RANGE) * PAGES_PER_RANGE));
   });
   return { summarised, done };
