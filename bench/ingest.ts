@@ -329,6 +329,7 @@ function startServer(rollups = false): ChildProcess {
       const { step, ms } = JSON.parse(line) as { step: string; ms: number };
       const kind = step.split(' ')[0]!;
       slowSteps.set(kind, [...(slowSteps.get(kind) ?? []), ms]);
+      process.stderr.write(`server: ${line}\n`); // with what the step did (a fold's slice: xids, events)
     } else if (line.startsWith('{')) process.stderr.write(`server: ${line}\n`);
   });
   child.on('exit', (code, signal) => code !== 0 && signal === null && fail(`server exited with ${code}`));

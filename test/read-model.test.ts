@@ -265,4 +265,28 @@ describe('the rollup job on a busy store', () => {
     for (const kind of ['fold', 'refresh', 'touch', 'vacuum']) assert.ok(kinds.has(kind), `${kind} in ${[...kinds].join(', ')}`);
     assert.ok(logged.every((l) => typeof l.ms === 'number' && l.ms >= 0));
   });
+
+  it('bounds a slice by events, not transaction ids: a wide slice holds one batch when its budget is smaller than a batch, and every event is folded once', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    await runJob(); // what earlier tests left, folded first
+    for (let i = 0; i < 5; i++) {
+      const batch = Array.from({ length: 10 }, (_, j) => event({ actor_id: `b${j}`, timestamp: at(i * 1000 + j) }));
+      assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    }
+    const folds: { events: number; cut: boolean }[] = [];
+    const log = { ...(silent as object), warn: (o: { step: string; events: number; cut: boolean }) => void (o.step === 'fold' && folds.push(o)) } as never;
+    // 256 ids wide, but a budget of 3 events (0.3 ms at the first cost per event): each 10-event batch is a slice of its own.
+    const jobs = startJobs(t.db, [rollupJob(60, { sliceMs: 0.3, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 })], log);
+    try {
+      assert.equal(await jobs.runOnce('rollups'), true);
+    } finally {
+      await jobs.stop();
+    }
+    assert.deepEqual(
+      folds.filter((f) => f.events > 0).map((f) => f.events),
+      [10, 10, 10, 10, 10],
+    );
+    const [{ n }] = (await t.db.query<{ n: number }>('SELECT sum(events)::int AS n FROM rm_event_hours WHERE tenant_id = $1', [tenant.id])) as [{ n: number }];
+    assert.equal(n, 50);
+  });
 });

@@ -7,7 +7,9 @@ import {
   markDirty,
   refreshTenant,
   saveFoldRange,
-  sliceEvents,
+  sliceEnd,
+  summariseXidRanges,
+  type SummaryCursor,
   staleTenants,
   touchRefreshed,
   vacuumTable,
@@ -25,22 +27,73 @@ export function windowStart(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (WINDOW_DAYS - 1))).toISOString().slice(0, 10);
 }
 
-/** Told how long each of the job's transactions held the store. */
-type Watch = (what: string, ms: number) => void;
+/**
+ * Told how long each of the job's transactions held the store (`ms`: from its first statement to
+ * its last one's answer), with what it did (`detail`) and `synced_ms`: until COMMIT was answered.
+ */
+type Watch = (what: string, ms: number, detail: object) => void;
 
 /** One transaction of the job, without the request path's 15 s statement timeout (a large backlog needs longer) or JIT (it costs more than it saves here). */
-async function step<T>(s: LockedSession, watch: Watch, what: string, fn: (q: Queryable) => Promise<T>): Promise<T> {
+async function step<T>(s: LockedSession, watch: Watch, what: string, fn: (q: Queryable) => Promise<T>, detail?: () => object): Promise<T> {
   let began = 0;
+  let ended = 0;
   try {
-    return await s.tx(async (q) => {
-      // From its first statement: not the wait for the connection, behind requests.
-      began = performance.now();
-      await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
-      return fn(q);
-    });
+    return await s.tx(
+      async (q) => {
+        // From its first statement: not the wait for the connection, behind requests.
+        began = performance.now();
+        await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
+        const result = await fn(q);
+        ended = performance.now();
+        return result;
+      },
+      { derived: true },
+    );
   } finally {
-    if (began > 0) watch(what, performance.now() - began);
+    if (began > 0) watch(what, (ended || performance.now()) - began, { ...detail?.(), synced_ms: Math.round(performance.now() - began) });
   }
+}
+
+/**
+ * The cost per event a slice is first sized by, before one has been timed: cautious, about what a
+ * one-batch slice (1000 events, with a slice's fixed cost) took on the embedded store with both
+ * cores busy (50 to 160 µs). A slice of the embedded store's 100 ms then starts at 1,000 events.
+ */
+const FIRST_US_PER_EVENT = 100;
+
+/**
+ * How many BRIN page ranges (1 MB of heap each) a step first summarises per ms of `sliceMs`: one
+ * took 12 to 30 ms on the embedded store with both cores busy, so a 100 ms step starts at 4.
+ */
+const RANGES_PER_MS = 1 / 25;
+
+/** A slice's size: the transaction ids it looks at, and the events it may fold (`budget`). */
+interface Size {
+  width: number;
+  budget: number;
+}
+/** What a slice did: its width in transaction ids, its events, whether the budget cut it short, its time. */
+interface Slice {
+  xids: number;
+  events: number;
+  cut: boolean;
+  ms: number;
+}
+
+/**
+ * The next slice's size from the last one's. The budget follows the last slice's time in
+ * proportion, at most doubling, when the last slice was full (the budget cut it, or it held at
+ * least half of it): a slice with few events says little of the cost per event (its fixed part,
+ * first occurrences and actor days per distinct actor, dominates). The width looks twice as far
+ * as a cut slice went; otherwise it doubles while slices fit their time (a run of empty ids is
+ * crossed quickly) and stays as it is when one did not.
+ */
+function nextSize(size: Size, last: Slice, sliceMs: number): Size {
+  const full = last.cut || last.events >= size.budget / 2;
+  const fits = Math.floor((last.events * sliceMs) / Math.max(1, last.ms));
+  const budget = full ? Math.max(1, Math.min(2 * size.budget, fits)) : size.budget;
+  const width = last.cut ? Math.max(1, 2 * last.xids) : last.ms <= sliceMs ? Math.min(2 * size.width, 1 << 30) : size.width;
+  return { width, budget };
 }
 
 /**
@@ -54,11 +107,11 @@ async function step<T>(s: LockedSession, watch: Watch, what: string, fn: (q: Que
  * is folded exactly once and no refresh is lost to a crash. Each tenant's refresh is a transaction
  * of its own. Slices aim at `sliceMs` each: on the embedded store, whose one connection requests
  * share with the job, that bounds how long a request waits behind it; on PostgreSQL it bounds the
- * length of the job's transactions. Each slice's width follows the last one's time in proportion,
- * at most doubling (a slice's cost is partly fixed), and an overrun at least halves it. Transaction
- * ids are not events (a migration, the job's own transactions write none; a batch writes up to
- * 1000), so a slice wider than any timed so far first counts its events and narrows to what its
- * time allows at the cost per event last seen.
+ * length of the job's transactions. A slice is bounded in events, counted per transaction id
+ * before it (ids are not events: a migration or the job's own transaction writes none, a batch up
+ * to 1000), by a budget that starts from a cautious cost per event and follows full slices' time
+ * (nextSize). Each step first summarises a few BRIN ranges of the new rows' pages, and folds once
+ * few are left (summariseXidRanges).
  *
  * A run of many slices (a backlog) refreshes the snapshots it has made stale every interval, so
  * that the account views move while it catches up. With `compactEvery`, it also compacts every so
@@ -87,50 +140,57 @@ export interface RollupOptions {
 export function rollupJob(intervalSeconds: number, options: RollupOptions = {}): Job {
   const { sliceMs = 10_000, initialWidth = 256, compactEvery = 0, vacuumEveryMs = VACUUM_EVERY_MS, detailMinRows, slowStepMs = 0 } = options;
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
-  let width = initialWidth; // transaction ids per slice (fractional, it follows time in proportion), carried from run to run
-  let timedWidth = 0; // the widest slice whose events were counted or timed
-  let usPerEvent = 20; // the fold's cost per event, learned from counted slices
+  // Carried from run to run: how many transaction ids a slice looks at, and how many events it may fold (first from a cautious cost).
+  let size: Size = { width: initialWidth, budget: Math.max(1, Math.floor((sliceMs * 1000) / FIRST_US_PER_EVENT)) };
+  const summarised: SummaryCursor = new Map();
+  let ranges = Math.max(1, Math.round(sliceMs * RANGES_PER_MS)); // per index and step, following the time of steps that only summarised
   let vacuumedAt = performance.now(); // the first after vacuumEveryMs: a process that restarts often does not vacuum at each start
   return {
     name: 'rollups',
     lockKey: LOCKS.rollups,
     intervalMs,
     async run(s, now, log) {
-      const watch: Watch = (what, ms) => {
-        if (slowStepMs > 0 && ms > slowStepMs) log?.warn({ step: what, ms: Math.round(ms) }, 'rollups: a step held the store');
+      const watch: Watch = (what, ms, detail) => {
+        if (slowStepMs > 0 && ms > slowStepMs) log?.warn({ step: what, ms: Math.round(ms), ...detail }, 'rollups: a step held the store');
       };
       const start = windowStart(now);
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
       let refreshedAt = performance.now();
       let slices = 0;
       for (let more = true; more;) {
-        let took = 0; // the slice's own work, not its wait for the connection
-        let counted: number | undefined;
-        more = await step(s, watch, 'fold', async (q) => {
-          const began = performance.now();
-          let range = await foldRange(q, Math.max(1, Math.floor(width)), until);
-          until ??= range.xmax;
-          if (range.to - range.from > timedWidth) {
-            counted = await sliceEvents(q, range);
-            const fits = Math.max(1, Math.floor((sliceMs * 1000) / usPerEvent));
-            if (counted > fits && range.to - range.from > 1) {
-              width = Math.max(1, Math.floor(((range.to - range.from) * fits) / counted));
-              range = await foldRange(q, Math.max(1, Math.floor(width)), until);
-              counted = undefined;
+        const slice: Slice = { xids: 0, events: 0, cut: false, ms: 0 }; // ms: its own work, not its wait for the connection
+        let ranged = 0;
+        let summaryMs = 0;
+        more = await step(
+          s,
+          watch,
+          'fold',
+          async (q) => {
+            const began = performance.now();
+            // The indexes first, a few page ranges per step: a fold reads every range not summarised.
+            const summary = await summariseXidRanges(q, summarised, ranges);
+            ranged = summary.summarised;
+            if (!summary.done) {
+              summaryMs = performance.now() - began;
+              return true;
             }
-          }
-          const touched = await foldNewRows(q, range);
-          await saveFoldRange(q, range);
-          await markDirty(q, [...touched]);
-          took = performance.now() - began;
-          timedWidth = Math.max(timedWidth, range.to - range.from);
-          return range.capped;
-        });
-        if (counted !== undefined && counted > 1000) usPerEvent = Math.max(1, (took * 1000) / counted);
-        if (took > sliceMs) {
-          width = Math.max(1, width * Math.max(0.25, Math.min(0.5, sliceMs / took)));
-          timedWidth = Math.floor(width);
-        } else if (more) width = Math.min(width * Math.min(2, sliceMs / Math.max(took, 1)), 1 << 30);
+            let range = await foldRange(q, Math.max(1, Math.floor(size.width)), until);
+            until ??= range.xmax;
+            const { end } = await sliceEnd(q, range, size.budget);
+            if (end !== undefined && end < range.to) {
+              range = await foldRange(q, end - range.from, until);
+              slice.cut = true;
+            }
+            const folded = await foldNewRows(q, range);
+            await saveFoldRange(q, range);
+            await markDirty(q, [...folded.tenants]);
+            Object.assign(slice, { xids: range.to - range.from, events: folded.events, ms: performance.now() - began });
+            return range.capped;
+          },
+          () => ({ xids: slice.xids, events: slice.events, cut: slice.cut, ranges: ranged, budget: size.budget }),
+        );
+        if (summaryMs > 0) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / summaryMs)));
+        else size = nextSize(size, slice, sliceMs);
         if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now, watch);
         if (more && performance.now() - refreshedAt > intervalMs) {
           for (const tenantId of await dirtyTenants(s)) await step(s, watch, 'refresh', (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
@@ -147,7 +207,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
         for (const table of [...MAINTAINED_TABLES, 'events' as const]) {
           const began = performance.now();
           await vacuumTable(s, table);
-          watch(`vacuum ${table}`, performance.now() - began);
+          watch(`vacuum ${table}`, performance.now() - began, {});
         }
         vacuumedAt = performance.now();
       }

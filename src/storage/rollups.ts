@@ -1,5 +1,5 @@
 import type { Queryable } from './db.js';
-import { foldReadModel } from './read-model/fold.js';
+import { foldReadModel, type Folded } from './read-model/fold.js';
 import { DERIVED_TABLES } from './read-model/tables.js';
 
 // The rollup job's SQL. The fold range (which transaction ids a slice folds, exactly once);
@@ -59,22 +59,82 @@ export async function foldRange(
 }
 
 /**
- * How many events a slice would fold (through the BRIN index on ingest_xid, as the fold reads
- * them): about a tenth of the fold's own cost per event. The job asks before a slice wider than
- * any it has timed, so that a jump over empty transaction ids (migrations, the job's own) cannot
- * land on a dense range and fold it all in one transaction.
+ * Where a slice ends so that it folds at most `budget` events: the events in the range `r` counted
+ * per transaction id (through the BRIN index on ingest_xid, as the fold reads them: about a tenth
+ * of the fold's own cost per event), and the end (exclusive) of the longest run of its transaction
+ * ids that holds no more than `budget`, or undefined when the whole range does. A transaction's
+ * events are never split: a slice holds at least the first transaction id that has events, however
+ * many (a batch holds up to 1000). Counting before every slice is what bounds it: transaction ids
+ * are not events (migrations and the job's own transactions write none, a batch up to 1000), so no
+ * width in ids is safe to fold uncounted. Keeps the planner off whole-table scans for the rest of
+ * the caller's transaction (a fold's, which wants the same).
  */
-export async function sliceEvents(q: Queryable, r: FoldRange): Promise<number> {
-  await q.query(`SELECT brin_summarize_new_values('events_ingest_xid'::regclass)`);
+export async function sliceEnd(q: Queryable, r: FoldRange, budget: number): Promise<{ events: number; end: number | undefined }> {
   await q.exec('SET LOCAL enable_seqscan = off');
-  const [row] = await q.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM events
-      WHERE (ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($3::bigint[]))
-         OR (ingest_xid >= $5 AND ingest_xid <= $6 AND ingest_xid = ANY($4::bigint[]))`,
-    [r.from, r.to, r.skip, r.resolved, r.resolved.length ? Math.min(...r.resolved) : 1, r.resolved.length ? Math.max(...r.resolved) : 0],
+  const [row] = await q.query<{ events: number; fits: string | null; first: string | null }>(
+    `WITH x AS (SELECT ingest_xid AS xid, count(*) AS n FROM events
+                 WHERE (ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($3::bigint[]))
+                    OR (ingest_xid >= $5 AND ingest_xid <= $6 AND ingest_xid = ANY($4::bigint[]))
+                 GROUP BY 1),
+          c AS (SELECT xid, sum(n) OVER (ORDER BY xid) AS upto FROM x)
+     SELECT (SELECT coalesce(sum(n), 0) FROM x)::int AS events, (SELECT max(xid) FROM c WHERE upto <= $7)::text AS fits, (SELECT min(xid) FROM x)::text AS first`,
+    [r.from, r.to, r.skip, r.resolved, r.resolved.length ? Math.min(...r.resolved) : 1, r.resolved.length ? Math.max(...r.resolved) : 0, budget],
   );
-  await q.exec('SET LOCAL enable_seqscan = on');
-  return row?.n ?? 0;
+  const events = row?.events ?? 0;
+  if (events <= budget) return { events, end: undefined };
+  const last = Number(row!.fits ?? row!.first);
+  return { events, end: Math.max(r.from + 1, last + 1) };
+}
+
+/** The BRIN indexes a fold reads new rows through, with their tables. */
+const XID_INDEXES = [
+  ['events_ingest_xid', 'events'],
+  ['sessions_ingest_xid', 'sessions'],
+  ['exceptions_ingest_xid', 'exceptions'],
+  ['actor_links_ingest_xid', 'actor_links'],
+] as const;
+/** Heap pages per BRIN range (PostgreSQL's default; the migrations keep it). */
+const PAGES_PER_RANGE = 128;
+/** Per index, the first heap block whose range may not be summarised yet. */
+export type SummaryCursor = Map<string, number>;
+
+/**
+ * Summarises at most `ranges` page ranges (128 pages, 1 MB each) of each BRIN index on ingest_xid,
+ * from `cursor` on; returns how many it summarised, and whether each index has at most as many
+ * left (a fold reads those few whole, which costs about what summarising them does; waiting for
+ * none could wait for good while rows keep coming as fast as a step summarises).
+ *
+ * A BRIN index narrows a scan only over the page ranges it has summarised, which vacuum does;
+ * without autovacuum (the embedded store, or a server with it off) nothing is, and a fold reads
+ * every range not summarised: each fold would grow with the table. brin_summarize_new_values
+ * summarises all of them in one call, and at saturation a minute of new events is about 200
+ * ranges: the first fold of each run held the embedded store for seconds (12 s after a 1.2M-event
+ * backlog built with the job off). So a step summarises a bounded number, and folds only once few
+ * are left. The cursor starts at 0 in each process (a summarised range is skipped at the cost of a look
+ * at the index) and stops at the start of the table's last range, which is partial: summarised, a
+ * range takes new rows' values as they are inserted; the ranges after it are summarised next time.
+ */
+export async function summariseXidRanges(q: Queryable, cursor: SummaryCursor, ranges: number): Promise<{ summarised: number; done: boolean }> {
+  // One statement for the four indexes: on the embedded store each statement of a step is a round
+  // trip to a thread that is busy with requests at saturation.
+  const rows = await q.query<{ pages: string; summarised: number }>(
+    `SELECT pg_relation_size(x.tbl::regclass) / current_setting('block_size')::int AS pages,
+            (SELECT coalesce(sum(brin_summarize_range(x.idx::regclass, b)), 0)::int
+               FROM generate_series(x.start, least(x.start + $3::bigint * $4, pg_relation_size(x.tbl::regclass) / current_setting('block_size')::int) - 1, $4) AS b) AS summarised
+       FROM unnest($1::text[], $2::text[], $5::bigint[]) WITH ORDINALITY AS x(idx, tbl, start, i) ORDER BY x.i`,
+    [XID_INDEXES.map(([index]) => index), XID_INDEXES.map(([, table]) => table), ranges, PAGES_PER_RANGE, XID_INDEXES.map(([index]) => cursor.get(index) ?? 0)],
+  );
+  let done = true;
+  let summarised = 0;
+  XID_INDEXES.forEach(([index], i) => {
+    const from = cursor.get(index) ?? 0;
+    const pages = Number(rows[i]!.pages);
+    const to = Math.min(from + ranges * PAGES_PER_RANGE, pages);
+    summarised += rows[i]!.summarised;
+    if (pages - to > ranges * PAGES_PER_RANGE) done = false;
+    cursor.set(index, to < pages ? to : Math.max(from, Math.floor((pages - 1) / PAGES_PER_RANGE) * PAGES_PER_RANGE));
+  });
+  return { summarised, done };
 }
 
 /** Marks tenants whose derived rows a slice changed, for a refresh (rollup_dirty). */
@@ -93,19 +153,13 @@ export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
 
 /**
  * Folds the slice's new events, sessions, exceptions and identify links into the read model
- * (read-model/fold.ts); returns the tenants that had any. Runs inside the caller's transaction.
- *
- * New rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid. A BRIN
- * index narrows a scan only over the page ranges it has summarised, which vacuum does; without
- * autovacuum (the embedded store, or a server with it off) nothing would be, and without
- * statistics the planner would scan whole tables, so each fold grew with the table. So the new
- * ranges are summarised here, at every fold (rows keep arriving while a job runs), and the planner
- * is kept off whole-table scans for the fold's statements.
+ * (read-model/fold.ts); returns the tenants that had any and its number of events. Runs inside the
+ * caller's transaction, whose rest keeps its planner settings (a statement less: on the embedded
+ * store each is a round trip to a thread busy with requests). The planner is kept off whole-table
+ * scans: new rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid
+ * (summariseXidRanges keeps them useful).
  */
-export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Set<string>> {
-  await q.query(
-    `SELECT brin_summarize_new_values(i) FROM unnest('{events_ingest_xid,sessions_ingest_xid,exceptions_ingest_xid,actor_links_ingest_xid}'::regclass[]) AS i`,
-  );
+export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Folded> {
   // The slice is grouped by hashing, in memory: the planner cannot know how few distinct
   // combinations a slice has (1M events of a real product are a few thousand), and a sort of the
   // whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold. And the
@@ -113,9 +167,7 @@ export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Set<strin
   // histogram, so the planner expects one row from it and would join its CTEs in nested loops, which
   // on 100k events of 50k actors compare billions of pairs (the fold that "never finished").
   await q.exec("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'");
-  const tenants = await foldReadModel(q, r);
-  await q.exec('SET LOCAL enable_seqscan = on; SET LOCAL enable_sort = on; SET LOCAL enable_nestloop = on; RESET work_mem');
-  return tenants;
+  return foldReadModel(q, r);
 }
 
 /** Tenants whose snapshot is due: new derived rows, or a window that has moved to a new day. */

@@ -12,7 +12,13 @@ export interface Queryable {
 
 /** A connection holding an advisory lock (background jobs): statements, and transactions on it. */
 export interface LockedSession extends Queryable {
-  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn in one transaction. `derived`: it writes only what can be computed again from other
+   * rows (the read model, with its horizon in the same transaction), so the embedded store resolves
+   * it without waiting for the WAL's fsync (the next durable write or checkpoint takes it to disk,
+   * in WAL order: a crash loses whole transactions, never part of one). PostgreSQL ignores it.
+   */
+  tx<T>(fn: (q: Queryable) => Promise<T>, opts?: { derived?: boolean }): Promise<T>;
 }
 
 /**

@@ -35,18 +35,25 @@ const due = (from: string) => `due AS (
     INSERT INTO rm_compaction_due (tenant_id, day, folds, slice) SELECT DISTINCT tenant_id, day, 1, $2::bigint FROM ${from}
     ON CONFLICT (tenant_id, day) DO UPDATE SET folds = rm_compaction_due.folds + 1, slice = excluded.slice WHERE rm_compaction_due.slice <> excluded.slice)`;
 
-/** Folds the slice's events, sessions, exceptions and identify links; returns the tenants that had any. */
-export async function foldReadModel(q: Queryable, s: Slice): Promise<Set<string>> {
+/** What a slice folded: the tenants that had any row, and its number of events (what the job sizes slices by). */
+export interface Folded {
+  tenants: Set<string>;
+  events: number;
+}
+
+/** Folds the slice's events, sessions, exceptions and identify links. */
+export async function foldReadModel(q: Queryable, s: Slice): Promise<Folded> {
   const p = params(s);
   const tenants = new Set<string>();
   const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
   add(await q.query(LINKS_ACTOR_DAYS, p));
   for (const sql of LINKS_OTHERS) await q.query(sql, p);
-  add(await q.query(EVENTS, p));
+  const events = await q.query<{ tenant_id: string; events: string }>(EVENTS, p);
+  add(events);
   add(await q.query(SESSION_STARTS, p));
   await q.query(SESSION_CHANGES, p);
   add(await q.query(EXCEPTIONS, p));
-  return tenants;
+  return { tenants, events: events.reduce((sum, r) => sum + Number(r.events), 0) };
 }
 
 // One read of the slice's events, grouped at the finest grain any derived table needs (hour, product,
@@ -116,7 +123,7 @@ const EVENTS = `
       FROM adopted a CROSS JOIN LATERAL (VALUES ('', '', -1), (coalesce(a.account_id, ''), coalesce(a.license_id, ''), 1)) AS v(a, l, n)
      WHERE a.started_at IS NOT NULL),
   ${due('d')}
-  SELECT DISTINCT tenant_id FROM n`;
+  SELECT tenant_id, sum(events) AS events FROM n GROUP BY 1`;
 
 const SESSION_STARTS = `
   WITH up AS (
