@@ -7,7 +7,7 @@ export interface Job {
   name: string;
   lockKey: number;
   intervalMs: number;
-  run(s: LockedSession, now: Date, log?: FastifyBaseLogger): Promise<void>;
+  run(s: LockedSession, now: Date, log: FastifyBaseLogger): Promise<void>;
 }
 
 export interface JobRunner {
