@@ -37,9 +37,10 @@ interface Plan {
   /**
    * The CTEs cohort(u, c) (a unit's cohorts: width_bucket's 1-based buckets), active(u, p) (the
    * buckets it returned in) and pairs(u, c, k) (returned k periods after cohort c), and their
-   * parameters; undefined when the scope is empty.
+   * parameters; undefined when the scope is empty. With `masks`, also masks(u, cm, am): a unit's
+   * cohorts and return buckets as bits, from one pass over its rows (recurring).
    */
-  ctes?: { text: string; params: Params };
+  ctes?: { text: string; params: Params; masks: boolean };
 }
 
 /**
@@ -87,10 +88,18 @@ function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, boun
         FROM buckets GROUP BY 1 HAVING min(first_seen) >= ${p.add(scope.from)} AND min(first_seen) < ${p.add(scope.to)}),
     active AS (SELECT u, p FROM buckets WHERE returned)`;
   }
+  const starts = `x.day >= ${fromDay} AND x.day < ${dayBefore(scope.to.getTime())}`;
+  // Only the days a cohort or a return can fall on. Materialized when both cohort and active read
+  // it (drill-down, or past 62 buckets); read once, in line, by masks.
+  const inRange = `${days} AND d.day >= ${fromDay} AND d.day < ${dayBefore(Math.max(end, scope.to.getTime()))}`;
   return `
-    WITH days AS MATERIALIZED (${days}),
+    WITH days AS (${inRange}),
     active AS (SELECT DISTINCT x.u, ${bucket} AS p FROM days x WHERE ${returns}),
-    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE x.day >= ${fromDay} AND x.day < ${dayBefore(scope.to.getTime())})`;
+    cohort AS (SELECT DISTINCT x.u, ${bucket} AS c FROM days x WHERE ${starts}),
+    masks AS (
+      SELECT x.u, bit_or(CASE WHEN ${starts} THEN 1::bigint << ${bucket} ELSE 0 END) AS cm,
+             bit_or(CASE WHEN ${returns} THEN 1::bigint << ${bucket} ELSE 0 END) AS am
+        FROM days x GROUP BY x.u)`;
 }
 
 function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: string, m: Marks & { start: string; ret: string; seg: string }): string {
@@ -110,13 +119,17 @@ function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: 
     cohort AS (SELECT u, c FROM per),
     active AS (SELECT per.u, a.p FROM per CROSS JOIN LATERAL unnest(per.ps) AS a(p))`;
   }
+  const bucket = `width_bucket(e.occurred_at, ${b}::timestamptz[])`;
+  const starts = `${start} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}`;
+  const returns = `${ret} AND e.occurred_at >= ${from} AND e.occurred_at < ${end}`;
   return `
     WITH cohort AS (
-      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS c FROM events e ${unit.join}
-       WHERE ${where} AND ${start} AND ${unit.present}${seg} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}),
-    active AS (
-      SELECT DISTINCT ${unit.expr} AS u, width_bucket(e.occurred_at, ${b}::timestamptz[]) AS p FROM events e ${unit.join}
-       WHERE ${where} AND ${ret} AND ${unit.present} AND e.occurred_at >= ${from} AND e.occurred_at < ${end})`;
+      SELECT DISTINCT ${unit.expr} AS u, ${bucket} AS c FROM events e ${unit.join} WHERE ${where} AND ${unit.present}${seg} AND ${starts}),
+    active AS (SELECT DISTINCT ${unit.expr} AS u, ${bucket} AS p FROM events e ${unit.join} WHERE ${where} AND ${unit.present} AND ${returns}),
+    masks AS (
+      SELECT ${unit.expr} AS u, bit_or(CASE WHEN ${starts} THEN 1::bigint << ${bucket} ELSE 0 END) AS cm,
+             bit_or(CASE WHEN ${returns} THEN 1::bigint << ${bucket} ELSE 0 END) AS am
+        FROM events e ${unit.join} WHERE ${where} AND ${unit.present}${seg} AND ((${starts}) OR (${returns})) GROUP BY 1)`;
 }
 
 async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date): Promise<Plan> {
@@ -152,7 +165,7 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   }
   text += `,
     pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
-  return { ...out, ctes: { text, params: p } };
+  return { ...out, ctes: { text, params: p, masks: type === 'recurring' } };
 }
 
 /** Buckets a bigint mask holds (bit 63, the sign, unused); width_bucket numbers them from 1. */
@@ -176,10 +189,10 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
       tx.query<{ c0: number; c1: number; a0: number; a1: number; n: number }>(
         `${ctes.text},
          cm AS (SELECT u, bit_or(1::bigint << c) AS m FROM cohort GROUP BY u),
-         am AS (SELECT u, bit_or(1::bigint << p) AS m FROM active GROUP BY u)
-         SELECT (cm.m & 4294967295)::float8 AS c0, (cm.m >> 32)::float8 AS c1,
-                (coalesce(am.m, 0) & 4294967295)::float8 AS a0, (coalesce(am.m, 0) >> 32)::float8 AS a1, count(*)::int AS n
-           FROM cm LEFT JOIN am ON am.u = cm.u GROUP BY cm.m, am.m`,
+         am AS (SELECT u, bit_or(1::bigint << p) AS m FROM active GROUP BY u),
+         m AS (${ctes.masks ? 'SELECT cm AS c, am AS a FROM masks WHERE cm <> 0' : 'SELECT cm.m AS c, coalesce(am.m, 0) AS a FROM cm LEFT JOIN am ON am.u = cm.u'})
+         SELECT (c & 4294967295)::float8 AS c0, (c >> 32)::float8 AS c1, (a & 4294967295)::float8 AS a0, (a >> 32)::float8 AS a1, count(*)::int AS n
+           FROM m GROUP BY c, a`,
         ctes.params.values,
       ),
     );
