@@ -3,7 +3,7 @@ import type { Db } from '../storage/db.js';
 import { rollupInfo } from '../storage/accounts.js';
 import { exceptionGroups } from '../storage/exception-groups.js';
 import { cursorKey, pageOf } from './page.js';
-import { resolveProduct, resolveRange, type Interval } from './scope.js';
+import { echo, resolveProduct, resolveRange, type Interval } from './scope.js';
 
 /** The filters of GET /v1/exceptions (the route's schema, src/http/schemas/accounts.ts, validates them). */
 export interface ExceptionFilter {
@@ -61,7 +61,7 @@ export async function exceptionGroupsQuery(db: Db, tenantId: string, query: Quer
   const w = listWindow(query, now);
   const page = await exceptionGroupsPage(db, tenantId, { ...query, ...w.bounds });
   const rollup = await rollupInfo(db, tenantId);
-  return { range: { from: w.from.toISOString(), to: w.to.toISOString() }, tz: w.tz, interval: w.interval, refreshed_at: rollup?.refreshed_at ?? null, ...page };
+  return { ...echo(w), refreshed_at: rollup?.refreshed_at ?? null, ...page };
 }
 
 /** One page of groups between `since` and `until` (the account overview's recent groups too). */

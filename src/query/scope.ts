@@ -158,6 +158,6 @@ export async function resolveScope(q: Queryable, tenant: TenantPlan & { id: stri
 }
 
 /** What every answer echoes: the resolved range, the time zone, the interval. */
-export function echo(s: Scope): { range: { from: string; to: string }; tz: string; interval: Interval } {
+export function echo(s: Pick<Scope, 'from' | 'to' | 'tz' | 'interval'>): { range: { from: string; to: string }; tz: string; interval: Interval } {
   return { range: { from: s.from.toISOString(), to: s.to.toISOString() }, tz: s.tz, interval: s.interval };
 }
