@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import { isUuidText } from '../domain/text.js';
 import type { Queryable } from './db.js';
 import { iso } from './rows.js';
 
@@ -48,7 +49,7 @@ export async function addStaticMembers(q: Queryable, tenantId: string, segmentId
 }
 
 export async function getSegment(q: Queryable, tenantId: string, id: string): Promise<SegmentRow | undefined> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined;
+  if (!isUuidText(id)) return undefined;
   const rows = await q.query(`SELECT ${COLUMNS} FROM segments WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
   return rows[0] ? row(rows[0]) : undefined;
 }

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { Type } from 'typebox';
+import { isUuidText } from '../../domain/text.js';
 import { notFound } from '../../errors.js';
 import { exportActor, getErasure, requestErasure, type ErasureRow } from '../../storage/data-rights.js';
 import type { App, AppContext } from '../context.js';
@@ -10,7 +11,6 @@ import { ActorParams, Erasure } from '../schemas/data-rights.js';
 
 const tags = ['data rights'];
 const security = [{ bearer: [] }];
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const view = (e: ErasureRow) => ({ ...e, status_url: `/v1/actor-erasures/${e.id}` });
 
@@ -55,7 +55,7 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
     },
     async (request) => {
       const { tenant } = principalOf(request);
-      const erasure = UUID.test(request.params.id) ? await getErasure(ctx.db, tenant.id, request.params.id) : undefined;
+      const erasure = isUuidText(request.params.id) ? await getErasure(ctx.db, tenant.id, request.params.id) : undefined;
       if (!erasure) throw notFound('not_found', 'erasure');
       return view(erasure);
     },

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { isUuidText } from '../../domain/text.js';
 import { notFound, validationError } from '../../errors.js';
 import { idsCsv } from '../../query/behaviour/drill.js';
 import { checkDefinition, segmentActorIds, segmentActors, segmentSize, type SegmentDefinition } from '../../query/behaviour/segments.js';
@@ -18,7 +19,6 @@ const Page = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
 });
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const missing = () => notFound('segment_not_found', 'segment');
 
 export function segmentRoutes(app: App, ctx: AppContext): void {
@@ -53,7 +53,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const limit = request.query.limit ?? 50;
       const after = cursorKey(request.query.cursor, ['text'])?.[0];
-      if (after !== undefined && !UUID.test(after)) throw validationError([{ field: 'cursor', message: 'invalid' }]);
+      if (after !== undefined && !isUuidText(after)) throw validationError([{ field: 'cursor', message: 'invalid' }]);
       const rows = await listSegments(ctx.db, principalOf(request).tenant.id, after, limit + 1);
       return pageOf(rows, limit, (r) => [r.id]);
     },
