@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDb } from '../src/storage/db.js';
-import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createProduct, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -68,6 +68,74 @@ describe('paths', () => {
         [['open'], 1],
       ],
     );
+  });
+
+  it("a linked anonymous id's events interleave with the user's, ties in event_id order; another product's are out of a product's scope", async () => {
+    const own = await tenantWithProduct(t.app);
+    await createProduct(t.app, own.adminKey, 'web');
+    const id = (n: number) => `01890000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+    // user-7 (app): open@0 view@2 open@4 rate@6 · anon-7 (app, linked to user-7): search@1 buy@3
+    // search@5 share@6 (the same instant as rate, a smaller event id: before it) · user-7 (web):
+    // promo@1.5 · p8 (app): open@0 view@1.
+    const batch = [
+      { ...e('user-7', 'open', 0), event_id: id(1) },
+      { ...e('anon-7', 'search', 1), event_id: id(2) },
+      { ...e('user-7', 'promo', 1.5), product: 'web', event_id: id(3) },
+      { ...e('user-7', 'view', 2), event_id: id(4) },
+      { ...e('anon-7', 'buy', 3), event_id: id(5) },
+      { ...e('user-7', 'open', 4), event_id: id(6) },
+      { ...e('anon-7', 'search', 5), event_id: id(7) },
+      { ...e('user-7', 'rate', 6), event_id: id(9) },
+      { ...e('anon-7', 'share', 6), event_id: id(8) },
+      { ...e('p8', 'open', 0), event_id: id(10) },
+      { ...e('p8', 'view', 1), event_id: id(11) },
+    ];
+    assert.equal((await postEvents(t.app, own.ingestKey, batch)).statusCode, 200);
+    const link = await t.app.inject({
+      method: 'POST',
+      url: '/v1/actors/identify',
+      headers: { authorization: `Bearer ${own.ingestKey}`, 'content-type': 'application/json' },
+      payload: { anonymous_actor_id: 'anon-7', identified_actor_id: 'user-7', product: 'app', product_version: '1.0.0' },
+    });
+    assert.equal(link.statusCode, 200);
+    const ask = async (qs: string) => {
+      const res = await get(t.app, own.adminKey, `/v1/paths?category=ui&from=2026-03-02&to=2026-03-03&${qs}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json();
+      return [
+        body.occurrences,
+        body.paths.map((p: { events: { name: string }[]; occurrences: number; actors: number }) => [names(p), p.occurrences, p.actors]),
+      ];
+    };
+    // After user-7's open@0: anon-7's search@1, its own view@2, anon-7's buy@3; after open@4:
+    // search@5, then share and rate at 6 in event id order; p8: view, then nothing.
+    assert.deepEqual(await ask('name=open&steps=3&product=app'), [
+      3,
+      [
+        [['search', 'share', 'rate'], 1, 1],
+        [['search', 'view', 'buy'], 1, 1],
+        [['view'], 1, 1],
+      ],
+    ]);
+    // Without a product, web's promo@1.5 is one of user-7's events.
+    assert.deepEqual(await ask('name=open&steps=3'), [
+      3,
+      [
+        [['search', 'promo', 'view'], 1, 1],
+        [['search', 'share', 'rate'], 1, 1],
+        [['view'], 1, 1],
+      ],
+    ]);
+    // Before anon-7's searches (the unit is user-7): open@0, then nothing; open@4 and buy@3.
+    assert.deepEqual(await ask('name=search&steps=2&direction=previous&product=app'), [
+      2,
+      [
+        [['open', 'buy'], 1, 1],
+        [['open'], 1, 1],
+      ],
+    ]);
+    // Before rate@6: share (same instant, smaller id), search@5, open@4.
+    assert.deepEqual(await ask('name=rate&steps=3&direction=previous&product=app'), [1, [[['share', 'search', 'open'], 1, 1]]]);
   });
 
   it('another tenant sees none of it; bad and unknown parameters are a 400', async () => {
