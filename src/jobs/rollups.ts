@@ -106,7 +106,7 @@ function nextSize(size: Size, last: Slice, sliceMs: number): Size {
  * before it (ids are not events: a migration or the job's own transaction writes none, a batch up
  * to 1000), by a budget that starts from a cautious cost per event and follows full slices' time
  * (nextSize). Each step first summarises a few BRIN ranges of the new rows' pages, and folds once
- * few are left (summariseXidRanges).
+ * few are left (storage/rollups.ts, foldStep).
  *
  * A run of many slices (a backlog) refreshes the snapshots it has made stale every interval, so
  * that the account views move while it catches up. With `compactEvery`, it also compacts every so

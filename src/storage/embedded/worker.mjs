@@ -64,7 +64,8 @@ async function handle(msg) {
   }
 }
 
-// Messages run one at a time, in three lanes. A batch's write ('write') waits while any short
+// Messages run one at a time, in three lanes. A batch's write ('write', and a background job's
+// step sent as one 'script', in order with them) waits while any short
 // statement is waiting, so that a request's look-ups (its key, its catalog) wait for at most the
 // statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of them
 // pass a waiting write, so that a stream of them cannot starve ingestion. A read of the read lane
