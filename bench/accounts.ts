@@ -19,6 +19,7 @@ import { windowStart, rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { openDb, type Db, type LockedSession, type Queryable } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
+import { runScript } from '../src/storage/script.mjs';
 import { insertProduct } from '../src/storage/products.js';
 import { encodeCursor } from '../src/storage/rows.js';
 
@@ -143,7 +144,16 @@ const wrap = (q: Queryable, log: Timing[]): Queryable => ({
   },
   exec: (sql) => q.exec(sql),
 });
-const wrapSession = (s: LockedSession, log: Timing[]): LockedSession => ({ ...wrap(s, log), tx: (fn) => s.tx((q) => fn(wrap(q, log))) });
+const wrapSession = (s: LockedSession, log: Timing[]): LockedSession => ({
+  ...wrap(s, log),
+  tx: (fn) => s.tx((q) => fn(wrap(q, log))),
+  // What PostgreSQL's script is (postgres.ts), with each statement timed.
+  async script(statements) {
+    const t0 = performance.now();
+    const rows = await s.tx((q) => runScript((sql, params) => wrap(q, log).query(sql, params), statements));
+    return { rows, ms: performance.now() - t0 };
+  },
+});
 const timed = (db: Db, log: Timing[]): Db => ({ ...db, tryWithLock: (key, fn) => db.tryWithLock(key, (s) => fn(wrapSession(s, log))) });
 const slowest = (log: Timing[]) =>
   [...log]

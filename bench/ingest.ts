@@ -3,7 +3,8 @@
 //        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--rollups-duration 180] [--backlog 1000000] [--profile DIR] [--store-alone]
 //        [--long-read PATH [--long-read-duration 20]]
 //   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md). --rollups: the same HTTP load again on a server with the
-//   rollup job at its default interval, the read model's lag every 5 s, and the database time to fold a backlog of --backlog events.
+//   rollup job at its default interval, the read model's lag every 5 s, the events it folded by the phase's end, and the database
+//   time to fold a backlog of --backlog events.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -480,6 +481,19 @@ async function main(): Promise<void> {
   }
   // --rollups: the same load on a server whose rollup job runs at its default interval; the events sent so far are its backlog.
   const on = opt.rollups ? await rollupsPhase() : undefined;
+  async function foldedEvents(tenantId: string): Promise<number> {
+    const db = STORE === 'postgres' ? raw : await openDb({ dataDir: join(tmp, 'server'), syncOnCommit: false });
+    try {
+      const [row] = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM events e, rollup_state s
+          WHERE e.tenant_id = $1 AND e.ingest_xid < s.horizon AND e.ingest_xid <> ALL(coalesce(s.pending, '{}'))`,
+        [tenantId],
+      );
+      return row!.n;
+    } finally {
+      if (db !== raw) await db.close();
+    }
+  }
   async function rollupsPhase() {
     server.removeAllListeners('exit');
     const exited = new Promise((r) => server.once('exit', r));
@@ -525,6 +539,13 @@ async function main(): Promise<void> {
   const exited = new Promise((r) => server.once('exit', r));
   server.kill('SIGTERM');
   await exited;
+  // --rollups: how many of the tenant's events the job folded while the server ran with it (the backlog and the phase's own),
+  // read from the server's store once it has stopped: the drain rate, beside the lag the account views show.
+  const folded = on && (await foldedEvents(tenant.id));
+  if (on && folded !== undefined)
+    console.log(
+      `rollups: ${folded} of ${acked} events folded by the end of the phase (the job's first run ${process.env.ROLLUP_INTERVAL_SECONDS ?? 60} s into it)`,
+    );
   // Database time to keep the read model current: a backlog of --backlog raw events, folded by one run of the job on the raw store.
   const fold = opt.rollups && Number(opt.backlog) > 0 ? await foldBacklog(raw, Number(opt.backlog), insertRaw) : undefined;
   if (fold) console.log(`fold of a ${fold.events}-event backlog: ${fold.seconds.toFixed(2)} s, ${fold.us_per_event} µs per event`);
@@ -550,6 +571,7 @@ async function main(): Promise<void> {
         [...slowSteps].map(([k, ms]) => [k, { n: ms.length, max_ms: Math.max(...ms), sum_ms: ms.reduce((a, b) => a + b, 0) }]),
       ),
     }),
+    read_model_folded_events: folded,
     ...(fold && { fold_us_per_event: fold.us_per_event, fold_backlog_events: fold.events }),
   };
   if (on)

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { compactDay } from '../src/storage/read-model/compact.js';
-import { foldNewRows, foldRange } from '../src/storage/rollups.js';
+import { LOCKS } from '../src/storage/db.js';
+import { foldStep } from '../src/storage/rollups.js';
 import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -28,16 +29,19 @@ async function runJob(sliceMs = 10_000, width = 256): Promise<void> {
   }
 }
 
-/** A fold that dies midway: its statements ran, then its transaction throws, so nothing of it stays. */
+/**
+ * A fold that dies midway: the job's own fold step (one script: on the embedded store one message
+ * to its worker), whose every statement ran, then one that fails, so nothing of it stays.
+ */
 async function crashMidFold(): Promise<void> {
+  const whole = { cursor: new Map(), ranges: 1_000_000, width: Number.MAX_SAFE_INTEGER, until: undefined, budget: Number.MAX_SAFE_INTEGER };
+  const horizon = async () => (await t.db.query<{ h: number }>('SELECT horizon AS h FROM rollup_state'))[0]!.h;
+  const before = await horizon();
   await assert.rejects(
-    t.db.tx(async (q) => {
-      const r = await foldRange(q);
-      await foldNewRows(q, r);
-      throw new Error('crash');
-    }),
-    /crash/,
+    t.db.tryWithLock(LOCKS.rollups, (s) => s.script([...foldStep(whole), { sql: 'SELECT 1 / 0 AS crash' }], { derived: true })),
+    /division by zero/,
   );
+  assert.equal(await horizon(), before, 'the horizon did not move');
 }
 
 type Row = Record<string, unknown>;
@@ -231,7 +235,7 @@ describe('read model', () => {
 
     // Compaction changes no answer.
     for (const d of await t.db.query<{ day: string }>('SELECT day::text AS day FROM rm_compaction_due WHERE tenant_id = $1', [tn.id])) {
-      await t.db.tx((q) => compactDay(q, tn.id, d.day));
+      await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactDay(tn.id, d.day)));
     }
     await assertMatchesRaw(tn.id, 'compacted');
     const [{ n }] = (await t.db.query<{ n: number }>(

@@ -1,14 +1,11 @@
-import { LOCKS, type LockedSession, type Queryable } from '../storage/db.js';
+import { LOCKS, type LockedSession, type ScriptStatement } from '../storage/db.js';
 import { compactDay, compactionDue } from '../storage/read-model/compact.js';
 import {
   dirtyTenants,
-  foldNewRows,
-  foldRange,
-  markDirty,
+  foldStep,
+  foldStepDone,
   refreshTenant,
-  saveFoldRange,
-  sliceEnd,
-  summariseXidRanges,
+  type FoldStepInput,
   type SummaryCursor,
   staleTenants,
   touchRefreshed,
@@ -27,31 +24,29 @@ export function windowStart(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (WINDOW_DAYS - 1))).toISOString().slice(0, 10);
 }
 
-/**
- * Told how long each of the job's transactions held the store (`ms`: from its first statement to
- * its last one's answer), with what it did (`detail`) and `synced_ms`: until COMMIT was answered.
- */
+/** Told how long each of the job's transactions held the store (`ms`: from its BEGIN to its COMMIT's answer), with what it did (`detail`). */
 type Watch = (what: string, ms: number, detail: object) => void;
 
-/** One transaction of the job, without the request path's 15 s statement timeout (a large backlog needs longer) or JIT (it costs more than it saves here). */
-async function step<T>(s: LockedSession, watch: Watch, what: string, fn: (q: Queryable) => Promise<T>, detail?: () => object): Promise<T> {
-  let began = 0;
-  let ended = 0;
-  try {
-    return await s.tx(
-      async (q) => {
-        // From its first statement: not the wait for the connection, behind requests.
-        began = performance.now();
-        await q.exec('SET LOCAL statement_timeout = 0; SET LOCAL jit = off');
-        const result = await fn(q);
-        ended = performance.now();
-        return result;
-      },
-      { derived: true },
-    );
-  } finally {
-    if (began > 0) watch(what, (ended || performance.now()) - began, { ...detail?.(), synced_ms: Math.round(performance.now() - began) });
-  }
+/**
+ * One transaction of the job, as one script (on the embedded store one message to its worker, run
+ * there whole), without the request path's 15 s statement timeout (a large backlog needs longer)
+ * or JIT (it costs more than it saves here). Resolves to the script's named statements' rows, and
+ * how long it held the store (its own work, not its wait for the connection).
+ */
+async function step(
+  s: LockedSession,
+  watch: Watch,
+  what: string,
+  statements: ScriptStatement[],
+  detail?: (rows: Record<string, Record<string, unknown>[]>) => object,
+): Promise<{ rows: Record<string, Record<string, unknown>[]>; ms: number }> {
+  const began = performance.now();
+  const { rows, ms } = await s.script([{ sql: "SELECT set_config('statement_timeout', '0', true), set_config('jit', 'off', true)" }, ...statements], {
+    derived: true,
+  });
+  // answered_ms: from sending it to its answer, with its waits for the connection and, on the embedded store, for this thread.
+  watch(what, ms, { ...detail?.(rows), answered_ms: Math.round(performance.now() - began) });
+  return { rows, ms };
 }
 
 /**
@@ -111,7 +106,7 @@ function nextSize(size: Size, last: Slice, sliceMs: number): Size {
  * before it (ids are not events: a migration or the job's own transaction writes none, a batch up
  * to 1000), by a budget that starts from a cautious cost per event and follows full slices' time
  * (nextSize). Each step first summarises a few BRIN ranges of the new rows' pages, and folds once
- * few are left (summariseXidRanges).
+ * few are left (storage/rollups.ts, foldStep).
  *
  * A run of many slices (a backlog) refreshes the snapshots it has made stale every interval, so
  * that the account views move while it catches up. With `compactEvery`, it also compacts every so
@@ -158,48 +153,28 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       let refreshedAt = performance.now();
       let slices = 0;
       for (let more = true; more;) {
-        const slice: Slice = { xids: 0, events: 0, cut: false, ms: 0 }; // ms: its own work, not its wait for the connection
-        let ranged = 0;
-        let summaryMs = 0;
-        more = await step(
-          s,
-          watch,
-          'fold',
-          async (q) => {
-            const began = performance.now();
-            // The indexes first, a few page ranges per step: a fold reads every range not summarised.
-            const summary = await summariseXidRanges(q, summarised, ranges);
-            ranged = summary.summarised;
-            if (!summary.done) {
-              summaryMs = performance.now() - began;
-              return true;
-            }
-            let range = await foldRange(q, Math.max(1, Math.floor(size.width)), until);
-            until ??= range.xmax;
-            const { end } = await sliceEnd(q, range, size.budget);
-            if (end !== undefined && end < range.to) {
-              range = await foldRange(q, end - range.from, until);
-              slice.cut = true;
-            }
-            const folded = await foldNewRows(q, range);
-            await saveFoldRange(q, range);
-            await markDirty(q, [...folded.tenants]);
-            Object.assign(slice, { xids: range.to - range.from, events: folded.events, ms: performance.now() - began });
-            return range.capped;
-          },
-          () => ({ xids: slice.xids, events: slice.events, cut: slice.cut, ranges: ranged, budget: size.budget }),
-        );
-        if (summaryMs > 0) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / summaryMs)));
-        else size = nextSize(size, slice, sliceMs);
+        const input: FoldStepInput = { cursor: summarised, ranges, width: Math.max(1, Math.floor(size.width)), until, budget: size.budget };
+        let done: ReturnType<typeof foldStepDone> | undefined;
+        const { ms } = await step(s, watch, 'fold', foldStep(input), (rows) => {
+          done = foldStepDone(input, rows);
+          return { xids: done.xids, events: done.events, cut: done.cut, ranges: done.summarised, budget: size.budget };
+        });
+        more = done!.capped;
+        // The indexes first, a few page ranges per step (the step only summarised): a fold reads every range not summarised.
+        if (!done!.folded) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / ms)));
+        else {
+          until ??= done!.xmax;
+          size = nextSize(size, { xids: done!.xids, events: done!.events, cut: done!.cut, ms }, sliceMs);
+        }
         if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now, watch);
         if (more && performance.now() - refreshedAt > intervalMs) {
-          for (const tenantId of await dirtyTenants(s)) await step(s, watch, 'refresh', (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
+          for (const tenantId of await dirtyTenants(s)) await step(s, watch, 'refresh', refreshTenant(tenantId, start, now, detailMinRows));
           refreshedAt = performance.now();
         }
       }
       const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
-      for (const tenantId of due) await step(s, watch, 'refresh', (q) => refreshTenant(q, tenantId, start, now, detailMinRows));
-      await step(s, watch, 'touch', (q) => touchRefreshed(q, now));
+      for (const tenantId of due) await step(s, watch, 'refresh', refreshTenant(tenantId, start, now, detailMinRows));
+      await step(s, watch, 'touch', touchRefreshed(now));
       await compact(s, now, watch);
       // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves
       // requests between them (docs/read-model.md, "Upkeep").
@@ -219,5 +194,5 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
 /** Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. */
 async function compact(s: LockedSession, now: Date, watch: Watch): Promise<void> {
   for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN))
-    await step(s, watch, `compact ${d.day}`, (q) => compactDay(q, d.tenant_id, d.day));
+    await step(s, watch, `compact ${d.day}`, compactDay(d.tenant_id, d.day));
 }

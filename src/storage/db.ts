@@ -4,7 +4,7 @@ import type { Db, StoreLog } from './store.js';
 
 // Opens a store: PGlite (the embedded store, storage/embedded/, default) or a PostgreSQL server
 // (postgres.ts), both behind the Db interface (store.ts), with its catalog reads (catalog.ts).
-export type { Db, LockedSession, Queryable, StoreLog } from './store.js';
+export type { Db, LockedSession, Queryable, ScriptResult, ScriptStatement, StoreLog } from './store.js';
 
 /** Advisory lock keys: one per background job, and one for migrations. */
 export const LOCKS = {

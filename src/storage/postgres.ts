@@ -2,6 +2,7 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { StatementTimeoutError, StoreUnavailableError } from '../errors.js';
 import { CopyText, inlineParams } from './copy-text.js';
+import { runScript } from './script.mjs';
 import type { Db, LockedSession, Queryable, StoreLog } from './store.js';
 
 // int8 (counts, sums) as JS numbers: our counters stay far below 2^53.
@@ -112,7 +113,16 @@ export function openPostgres(url: string, max: number, log: StoreLog, statementT
   /** Runs fn on one connection holding a session advisory lock; undefined when `wait` is false and the lock is taken. */
   const holdingLock = async <T>(key: number, wait: boolean, fn: (s: LockedSession) => Promise<T>): Promise<T | undefined> => {
     const client = await connect(jobPool);
-    const q: LockedSession = { ...queryable(client), tx: (body) => inTransaction(client, body) };
+    const q: LockedSession = {
+      ...queryable(client),
+      tx: (body) => inTransaction(client, body),
+      // The same statements, one round trip each: on this connection a round trip is cheap.
+      async script(statements) {
+        const began = performance.now();
+        const rows = await inTransaction(client, (t) => runScript((sql, params) => t.query(sql, params), statements));
+        return { rows, ms: performance.now() - began };
+      },
+    };
     let failed: Error | undefined;
     try {
       if (wait) await q.query('SELECT pg_advisory_lock($1)', [key]);

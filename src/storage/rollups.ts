@@ -1,90 +1,11 @@
-import type { Queryable } from './db.js';
-import { foldReadModel, type Folded } from './read-model/fold.js';
+import type { Queryable, ScriptStatement } from './db.js';
+import { foldStatements } from './read-model/fold.js';
 import { DERIVED_TABLES } from './read-model/tables.js';
 
-// The rollup job's SQL. The fold range (which transaction ids a slice folds, exactly once);
-// foldNewRows: the slice's rows into the read model; refreshTenant: the tenant's account and
-// license snapshots over the window, from the read model only (never from raw events).
-
-/**
- * What to fold: rows written by transactions that ended since the last run. `to` is the snapshot's
- * xmax; transactions at or above `from` and below `to` are folded unless still in progress, and
- * those in progress (plus any still running from earlier runs) are kept as `pending` for a later
- * run. A transaction that ended is visible in this snapshot if it committed, so each row is folded
- * exactly once, whatever the order of commits.
- */
-export interface FoldRange {
-  from: number;
-  to: number;
-  /** xids in [from, to) to leave for later: still in progress. */
-  skip: number[];
-  /** earlier pending xids that have ended: fold their rows now. */
-  resolved: number[];
-  /** what stays pending after this run. */
-  pending: number[];
-}
-
-/**
- * The next slice to fold: at most `maxXids` transaction ids from the horizon on, and never past
- * `until` or the snapshot's xmax. `capped` says whether more remains below those; `xmax` is the
- * snapshot's (a job pins the first slice's, so that it ends even while rows keep coming).
- */
-export async function foldRange(
-  q: Queryable,
-  maxXids = Number.MAX_SAFE_INTEGER,
-  until = Number.MAX_SAFE_INTEGER,
-): Promise<FoldRange & { capped: boolean; xmax: number }> {
-  const [row] = await q.query<{ from: string; to: string; xip: string[] | null; pending: string[] | null }>(
-    `SELECT s.horizon::text AS from, s.pending::text[] AS pending,
-            pg_snapshot_xmax(pg_current_snapshot())::text AS to,
-            ARRAY(SELECT x::text FROM pg_snapshot_xip(pg_current_snapshot()) AS x) AS xip
-       FROM rollup_state s WHERE s.id = 1`,
-  );
-  const from = Number(row!.from);
-  const xmax = Number(row!.to);
-  const end = Math.max(from, Math.min(xmax, until));
-  const to = Math.min(end, from + maxXids);
-  const running = new Set((row!.xip ?? []).map(Number));
-  const pending = (row!.pending ?? []).map(Number);
-  const skip = [...running].filter((x) => x >= from && x < to);
-  return {
-    from,
-    to,
-    skip,
-    resolved: pending.filter((x) => !running.has(x)),
-    pending: [...new Set([...pending.filter((x) => running.has(x)), ...skip])],
-    capped: to < end,
-    xmax,
-  };
-}
-
-/**
- * Where a slice ends so that it folds at most `budget` events: the events in the range `r` counted
- * per transaction id (through the BRIN index on ingest_xid, as the fold reads them: about a tenth
- * of the fold's own cost per event), and the end (exclusive) of the longest run of its transaction
- * ids that holds no more than `budget`, or undefined when the whole range does. A transaction's
- * events are never split: a slice holds at least the first transaction id that has events, however
- * many (a batch holds up to 1000). Counting before every slice is what bounds it: transaction ids
- * are not events (migrations and the job's own transactions write none, a batch up to 1000), so no
- * width in ids is safe to fold uncounted. Keeps the planner off whole-table scans for the rest of
- * the caller's transaction (a fold's, which wants the same).
- */
-export async function sliceEnd(q: Queryable, r: FoldRange, budget: number): Promise<{ events: number; end: number | undefined }> {
-  await q.exec('SET LOCAL enable_seqscan = off');
-  const [row] = await q.query<{ events: number; fits: string | null; first: string | null }>(
-    `WITH x AS (SELECT ingest_xid AS xid, count(*) AS n FROM events
-                 WHERE (ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($3::bigint[]))
-                    OR (ingest_xid >= $5 AND ingest_xid <= $6 AND ingest_xid = ANY($4::bigint[]))
-                 GROUP BY 1),
-          c AS (SELECT xid, sum(n) OVER (ORDER BY xid) AS upto FROM x)
-     SELECT (SELECT coalesce(sum(n), 0) FROM x)::int AS events, (SELECT max(xid) FROM c WHERE upto <= $7)::text AS fits, (SELECT min(xid) FROM x)::text AS first`,
-    [r.from, r.to, r.skip, r.resolved, r.resolved.length ? Math.min(...r.resolved) : 1, r.resolved.length ? Math.max(...r.resolved) : 0, budget],
-  );
-  const events = row?.events ?? 0;
-  if (events <= budget) return { events, end: undefined };
-  const last = Number(row!.fits ?? row!.first);
-  return { events, end: Math.max(r.from + 1, last + 1) };
-}
+// The rollup job's SQL, its transactions as scripts (script.mjs): foldStep, a slice of the rows
+// written since the last one into the read model (which transaction ids it folds, exactly once);
+// refreshTenant: the tenant's account and license snapshots over the window, from the read model
+// only (never from raw events).
 
 /** The BRIN indexes a fold reads new rows through, with their tables. */
 const XID_INDEXES = [
@@ -98,76 +19,156 @@ const PAGES_PER_RANGE = 128;
 /** Per index, the first heap block whose range may not be summarised yet. */
 export type SummaryCursor = Map<string, number>;
 
-/**
- * Summarises at most `ranges` page ranges (128 pages, 1 MB each) of each BRIN index on ingest_xid,
- * from `cursor` on; returns how many it summarised, and whether each index has at most as many
- * left (a fold reads those few whole, which costs about what summarising them does; waiting for
- * none could wait for good while rows keep coming as fast as a step summarises).
- *
- * A BRIN index narrows a scan only over the page ranges it has summarised, which vacuum does;
- * without autovacuum (the embedded store, or a server with it off) nothing is, and a fold reads
- * every range not summarised: each fold would grow with the table. brin_summarize_new_values
- * summarises all of them in one call, and at saturation a minute of new events is about 200
- * ranges: the first fold of each run held the embedded store for seconds (12 s after a 1.2M-event
- * backlog built with the job off). So a step summarises a bounded number, and folds only once few
- * are left. The cursor starts at 0 in each process (a summarised range is skipped at the cost of a look
- * at the index) and stops at the start of the table's last range, which is partial: summarised, a
- * range takes new rows' values as they are inserted; the ranges after it are summarised next time.
- */
-export async function summariseXidRanges(q: Queryable, cursor: SummaryCursor, ranges: number): Promise<{ summarised: number; done: boolean }> {
-  // One statement for the four indexes: on the embedded store each statement of a step is a round
-  // trip to a thread that is busy with requests at saturation.
-  const rows = await q.query<{ pages: string; summarised: number }>(
-    `SELECT pg_relation_size(x.tbl::regclass) / current_setting('block_size')::int AS pages,
-            (SELECT coalesce(sum(brin_summarize_range(x.idx::regclass, b)), 0)::int
-               FROM generate_series(x.start, least(x.start + $3::bigint * $4, pg_relation_size(x.tbl::regclass) / current_setting('block_size')::int) - 1, $4) AS b) AS summarised
-       FROM unnest($1::text[], $2::text[], $5::bigint[]) WITH ORDINALITY AS x(idx, tbl, start, i) ORDER BY x.i`,
-    [XID_INDEXES.map(([index]) => index), XID_INDEXES.map(([, table]) => table), ranges, PAGES_PER_RANGE, XID_INDEXES.map(([index]) => cursor.get(index) ?? 0)],
-  );
-  let done = true;
-  let summarised = 0;
-  XID_INDEXES.forEach(([index], i) => {
-    const from = cursor.get(index) ?? 0;
-    const pages = Number(rows[i]!.pages);
-    const to = Math.min(from + ranges * PAGES_PER_RANGE, pages);
-    summarised += rows[i]!.summarised;
-    if (pages - to > ranges * PAGES_PER_RANGE) done = false;
-    cursor.set(index, to < pages ? to : Math.max(from, Math.floor((pages - 1) / PAGES_PER_RANGE) * PAGES_PER_RANGE));
-  });
-  return { summarised, done };
+/** Where a fold step starts: the job's state, carried from step to step. */
+export interface FoldStepInput {
+  /** How far each BRIN index is summarised (this process's view). */
+  cursor: SummaryCursor;
+  /** How many page ranges of each index the step may summarise. */
+  ranges: number;
+  /** How many transaction ids the slice looks at, at most. */
+  width: number;
+  /** No slice past this transaction id (the first slice's snapshot xmax: a run ends while rows keep coming). */
+  until: number | undefined;
+  /** How many events the slice may fold. */
+  budget: number;
 }
 
-/** Marks tenants whose derived rows a slice changed, for a refresh (rollup_dirty). */
-export async function markDirty(q: Queryable, tenantIds: string[]): Promise<void> {
-  if (tenantIds.length === 0) return;
-  await q.query('INSERT INTO rollup_dirty (tenant_id) SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [tenantIds]);
+/** What a fold step did. */
+export interface FoldStepOutput {
+  /** BRIN page ranges it summarised. */
+  summarised: number;
+  /** Whether it folded: false when it only summarised (more ranges were left than a step summarises). */
+  folded: boolean;
+  /** Its slice: width in transaction ids, events, whether the budget cut it, whether more remains below `until`. */
+  xids: number;
+  events: number;
+  cut: boolean;
+  capped: boolean;
+  /** The snapshot's xmax when it took its slice (the run's `until`, from its first slice). */
+  xmax: number | undefined;
+}
+
+// Every arm carries a range of the xid, so that each can use the BRIN index (read-model/fold.ts's inSlice).
+const SLICE_XIDS = `(ingest_xid >= $1 AND ingest_xid < $2 AND ingest_xid <> ALL($3::bigint[]))
+                 OR (ingest_xid >= $5 AND ingest_xid <= $6 AND ingest_xid = ANY($4::bigint[]))`;
+
+/**
+ * One step of the fold, as one script (script.mjs: one transaction, and on the embedded store one
+ * message to its worker, with no round trip to the main thread between statements). Its statements:
+ *
+ * 1. `summary`: at most `ranges` BRIN page ranges of each ingest_xid index summarised, from the
+ *    cursor on, and whether each index has at most as many left (`done`). A BRIN index narrows a
+ *    scan only over the page ranges it has summarised, which vacuum does; without autovacuum (the
+ *    embedded store, or a server with it off) nothing is, and a fold reads every range not
+ *    summarised. brin_summarize_new_values summarises all of them at once, and at saturation a
+ *    minute of new events is about 200 ranges: it held the embedded store for seconds (12 s after a
+ *    1.2M-event backlog built with the job off). So a step summarises a bounded number and folds
+ *    only once few are left (a fold reads those few whole, which costs about what summarising them
+ *    does; waiting for none could wait for good while rows keep coming as fast as a step
+ *    summarises). Everything after runs only when `done`: a step that summarised commits that alone.
+ * 2. `snap`: the slice's range from the horizon: transaction ids that ended since the last slice,
+ *    `width` of them at most, never past `until` or the snapshot's xmax. Those still in progress
+ *    (the snapshot's xip) are skipped, and pending (kept in rollup_state) until a later step sees
+ *    them ended (`resolved`): a transaction that ended is visible to every later statement if it
+ *    committed, so each row is folded exactly once, whatever the order of commits.
+ * 3. `slice`: where the slice ends so that it folds at most `budget` events: the range's events
+ *    counted per transaction id (through the BRIN index, as the fold reads them: about a tenth of
+ *    the fold's own cost per event), and the end of the longest run of ids that holds no more than
+ *    the budget. A transaction's events are never split: a slice holds at least the first id that
+ *    has events, however many (a batch holds up to 1000). Transaction ids are not events
+ *    (migrations and the job's own transactions write none, a batch up to 1000), so no width in
+ *    ids is safe to fold uncounted. The pending list to keep: those still in progress, of the
+ *    earlier ones and of this slice.
+ * 4. The fold itself (read-model/fold.ts), whose statements mark the tenants they touched for a
+ *    refresh, and the horizon moved: with the derived rows, in the same transaction.
+ *
+ * The planner is kept off whole-table scans for the whole step: new rows are a thin slice of a
+ * large table, found through the BRIN indexes.
+ */
+export function foldStep(input: FoldStepInput): ScriptStatement[] {
+  const ref = (name: string) => ({ $ref: name });
+  const folds = 'summary.done';
+  return [
+    { sql: "SELECT set_config('enable_seqscan', 'off', true)" },
+    {
+      name: 'summary',
+      sql: `WITH x AS (SELECT i, idx, start, pg_relation_size(tbl::regclass) / current_setting('block_size')::int AS pages
+                         FROM unnest($1::text[], $2::text[], $5::bigint[]) WITH ORDINALITY AS x(idx, tbl, start, i)),
+                 s AS (SELECT i, pages, least(start + $3::bigint * $4, pages) AS upto,
+                              (SELECT coalesce(sum(brin_summarize_range(x.idx::regclass, b)), 0)
+                                 FROM generate_series(x.start, least(x.start + $3::bigint * $4, x.pages) - 1, $4) AS b) AS summarised
+                         FROM x)
+            SELECT array_agg(pages ORDER BY i) AS pages, sum(summarised)::int AS summarised, bool_and(pages - upto <= $3::bigint * $4) AS done FROM s`,
+      params: [
+        XID_INDEXES.map(([index]) => index),
+        XID_INDEXES.map(([, table]) => table),
+        input.ranges,
+        PAGES_PER_RANGE,
+        XID_INDEXES.map(([index]) => input.cursor.get(index) ?? 0),
+      ],
+    },
+    {
+      name: 'snap',
+      when: folds,
+      sql: `WITH st AS (SELECT s.horizon AS "from", coalesce(s.pending, '{}') AS pending, pg_snapshot_xmax(c)::text::bigint AS xmax,
+                               ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(c) AS x) AS xip
+                          FROM rollup_state s, pg_current_snapshot() AS c WHERE s.id = 1),
+                 r AS (SELECT *, greatest("from", least(xmax, coalesce($2::bigint, xmax))) AS "end" FROM st),
+                 w AS (SELECT *, least("end", "from" + $1::bigint) AS "to", ARRAY(SELECT p FROM unnest(pending) AS p WHERE p <> ALL(xip)) AS resolved FROM r)
+            SELECT "from", "to", "end", xmax, xip, pending, resolved, ARRAY(SELECT x FROM unnest(xip) AS x WHERE x >= "from" AND x < "to") AS skip,
+                   coalesce((SELECT min(p) FROM unnest(resolved) AS p), 1) AS rmin, coalesce((SELECT max(p) FROM unnest(resolved) AS p), 0) AS rmax
+              FROM w`,
+      params: [input.width, input.until ?? null],
+    },
+    {
+      name: 'slice',
+      when: folds,
+      sql: `WITH x AS (SELECT ingest_xid AS xid, count(*) AS n FROM events WHERE ${SLICE_XIDS} GROUP BY 1),
+                 c AS (SELECT xid, sum(n) OVER (ORDER BY xid) AS upto FROM x),
+                 e AS (SELECT CASE WHEN coalesce(sum(n), 0) <= $7 THEN $2::bigint
+                                   ELSE least($2::bigint, greatest($1::bigint + 1, coalesce((SELECT max(xid) FROM c WHERE upto <= $7), min(xid)) + 1)) END AS "to"
+                         FROM x),
+                 k AS (SELECT v FROM unnest($8::bigint[]) AS v, e WHERE v >= $1::bigint AND v < e."to")
+            SELECT $1::bigint AS "from", e."to", e."to" < $2::bigint AS cut, e."to" < $9::bigint AS capped, ARRAY(SELECT v FROM k) AS skip,
+                   $4::bigint[] AS resolved, $5::bigint AS rmin, $6::bigint AS rmax,
+                   ARRAY(SELECT p FROM unnest($10::bigint[]) AS p WHERE p = ANY($8::bigint[]) UNION SELECT v FROM k) AS pending
+              FROM e`,
+      params: ['from', 'to', 'skip', 'resolved', 'rmin', 'rmax', input.budget, 'xip', 'end', 'pending'].map((c) =>
+        typeof c === 'string' ? ref(`snap.${c}`) : c,
+      ),
+    },
+    ...foldStatements(['from', 'to', 'skip', 'resolved', 'rmin', 'rmax'].map((c) => ref(`slice.${c}`))).map((st) => ({ ...st, when: folds })),
+    { when: folds, sql: 'UPDATE rollup_state SET horizon = $1, pending = $2::bigint[] WHERE id = 1', params: [ref('slice.to'), ref('slice.pending')] },
+  ];
+}
+
+/** Reads a fold step's answer (`rows` of its script) and moves `cursor` (the input's) past the ranges it summarised. */
+export function foldStepDone(input: FoldStepInput, rows: Record<string, Record<string, unknown>[]>): FoldStepOutput {
+  const summary = rows.summary![0]! as { pages: (number | string)[]; summarised: number; done: boolean };
+  XID_INDEXES.forEach(([index], i) => {
+    const from = input.cursor.get(index) ?? 0;
+    const pages = Number(summary.pages[i]);
+    const to = Math.min(from + input.ranges * PAGES_PER_RANGE, pages);
+    // Up to the start of the table's last range, which is partial: summarised, a range takes new
+    // rows' values as they are inserted; the ranges after it are summarised next time.
+    input.cursor.set(index, to < pages ? to : Math.max(from, Math.floor((pages - 1) / PAGES_PER_RANGE) * PAGES_PER_RANGE));
+  });
+  const slice = rows.slice?.[0] as { from: number; to: number; cut: boolean; capped: boolean } | undefined;
+  const snap = rows.snap?.[0] as { xmax: number } | undefined;
+  if (!summary.done || !slice || !snap) return { summarised: summary.summarised, folded: false, xids: 0, events: 0, cut: false, capped: true, xmax: undefined };
+  return {
+    summarised: summary.summarised,
+    folded: true,
+    xids: Number(slice.to) - Number(slice.from),
+    events: Number((rows.events?.[0] as { events: number } | undefined)?.events ?? 0),
+    cut: slice.cut,
+    capped: slice.capped,
+    xmax: Number(snap.xmax),
+  };
 }
 
 export async function dirtyTenants(q: Queryable): Promise<string[]> {
   return (await q.query<{ tenant_id: string }>('SELECT tenant_id FROM rollup_dirty')).map((r) => r.tenant_id);
-}
-
-export async function saveFoldRange(q: Queryable, r: FoldRange): Promise<void> {
-  await q.query('UPDATE rollup_state SET horizon = $1, pending = $2::bigint[] WHERE id = 1', [r.to, r.pending]);
-}
-
-/**
- * Folds the slice's new events, sessions, exceptions and identify links into the read model
- * (read-model/fold.ts); returns the tenants that had any and its number of events. Runs inside the
- * caller's transaction, whose rest keeps its planner settings (a statement less: on the embedded
- * store each is a round trip to a thread busy with requests). The planner is kept off whole-table
- * scans: new rows are a thin slice of a large table, found through the BRIN indexes on ingest_xid
- * (summariseXidRanges keeps them useful).
- */
-export async function foldNewRows(q: Queryable, r: FoldRange): Promise<Folded> {
-  // The slice is grouped by hashing, in memory: the planner cannot know how few distinct
-  // combinations a slice has (1M events of a real product are a few thousand), and a sort of the
-  // whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold. And the
-  // slice's CTEs are joined by hashing too: a slice's transaction ids lie past the statistics'
-  // histogram, so the planner expects one row from it and would join its CTEs in nested loops, which
-  // on 100k events of 50k actors compare billions of pairs (the fold that "never finished").
-  await q.exec("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_nestloop = off; SET LOCAL work_mem = '64MB'");
-  return foldReadModel(q, r);
 }
 
 /** Tenants whose snapshot is due: new derived rows, or a window that has moved to a new day. */
@@ -180,17 +181,17 @@ export async function staleTenants(q: Queryable, windowStart: string): Promise<s
  * Rebuilds the tenant's account and license snapshots over the window from the read model: sums
  * from rm_usage_days, exact distinct actors from rm_actor_days (active: had events).
  */
-export async function refreshTenant(q: Queryable, tenantId: string, windowStart: string, now: Date, detailMinRows = DETAIL_MIN_ROWS): Promise<void> {
+export function refreshTenant(tenantId: string, windowStart: string, now: Date, detailMinRows = DETAIL_MIN_ROWS): ScriptStatement[] {
   // Distinct pairs by hashing, in memory (a sort of the window's actor days spilled to disk).
-  await q.exec("SET LOCAL enable_sort = off; SET LOCAL work_mem = '64MB'");
+  const script: ScriptStatement[] = [{ sql: "SELECT set_config('enable_sort', 'off', true), set_config('work_mem', '64MB', true)" }];
   for (const [table, key, other] of [
     ['ru_accounts', 'account_id', 'license_id'],
     ['ru_licenses', 'license_id', 'account_id'],
   ] as const) {
     const others = other === 'license_id' ? 'licenses' : 'accounts';
-    await q.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
-    await q.query(
-      `INSERT INTO ${table} (tenant_id, ${key}, events, sessions, exceptions, active_actors, ${others}, products, first_seen, last_seen)
+    script.push({ sql: `DELETE FROM ${table} WHERE tenant_id = $1`, params: [tenantId] });
+    script.push({
+      sql: `INSERT INTO ${table} (tenant_id, ${key}, events, sessions, exceptions, active_actors, ${others}, products, first_seen, last_seen)
        SELECT $1, u.k, u.events, u.sessions, u.exceptions, coalesce(a.actors, 0), u.others, u.products, u.first_seen, u.last_seen
          FROM (SELECT ${key} AS k, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions,
                       count(DISTINCT ${other}) FILTER (WHERE events > 0 AND ${other} <> '') AS others,
@@ -199,16 +200,17 @@ export async function refreshTenant(q: Queryable, tenantId: string, windowStart:
          LEFT JOIN (SELECT k, count(*) AS actors FROM (SELECT DISTINCT ${key} AS k, actor_id FROM rm_actor_days
                      WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' AND events > 0) x GROUP BY 1) a ON a.k = u.k
         WHERE u.events <> 0 OR u.sessions <> 0 OR u.exceptions <> 0`,
-      [tenantId, windowStart],
-    );
-    await refreshDetail(q, table, key, other, tenantId, windowStart, detailMinRows);
+      params: [tenantId, windowStart],
+    });
+    script.push(refreshDetail(table, key, other, tenantId, windowStart, detailMinRows));
   }
-  await q.query('DELETE FROM rollup_dirty WHERE tenant_id = $1', [tenantId]);
-  await q.query(
-    `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start) VALUES ($1, $2, $3::date)
+  script.push({ sql: 'DELETE FROM rollup_dirty WHERE tenant_id = $1', params: [tenantId] });
+  script.push({
+    sql: `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start) VALUES ($1, $2, $3::date)
      ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start`,
-    [tenantId, now, windowStart],
-  );
+    params: [tenantId, now, windowStart],
+  });
+  return script;
 }
 
 type Kind = 'account_id' | 'license_id';
@@ -229,18 +231,10 @@ export const DETAIL_MIN_ROWS = 1000;
  * rows of those keys are grouped once (u), each list is grouped from u by key, and the distinct
  * actors per (account, license) pair come from the actor days: one pass each, no per-key subquery.
  */
-async function refreshDetail(
-  q: Queryable,
-  table: 'ru_accounts' | 'ru_licenses',
-  key: Kind,
-  other: Kind,
-  tenantId: string,
-  windowStart: string,
-  minRows: number,
-) {
+function refreshDetail(table: 'ru_accounts' | 'ru_licenses', key: Kind, other: Kind, tenantId: string, windowStart: string, minRows: number): ScriptStatement {
   const license = key === 'license_id';
-  await q.query(
-    `WITH big AS MATERIALIZED (
+  return {
+    sql: `WITH big AS MATERIALIZED (
        SELECT ${key} AS k FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY 1 HAVING count(*) >= $4),
      u AS MATERIALIZED (
        SELECT ${key} AS k, ${other} AS o, product_id, product_version AS v, day, sum(events) AS events, sum(sessions) AS sessions,
@@ -270,13 +264,13 @@ async function refreshDetail(
                                         'days', CASE WHEN $3 THEN coalesce(dy.j, '[]') END)
        FROM ks LEFT JOIN prod ON prod.k = ks.k LEFT JOIN ver ON ver.k = ks.k LEFT JOIN cp ON cp.k = ks.k LEFT JOIN dy ON dy.k = ks.k
       WHERE r.tenant_id = $1 AND r.${key} = ks.k`,
-    [tenantId, windowStart, license, minRows],
-  );
+    params: [tenantId, windowStart, license, minRows],
+  };
 }
 
 /** Every other tenant with rollups: its window end moves to this refresh. */
-export async function touchRefreshed(q: Queryable, now: Date): Promise<void> {
-  await q.query('UPDATE tenant_rollups SET refreshed_at = $1', [now]);
+export function touchRefreshed(now: Date): ScriptStatement[] {
+  return [{ sql: 'UPDATE tenant_rollups SET refreshed_at = $1', params: [now] }];
 }
 
 /**

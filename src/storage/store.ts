@@ -3,6 +3,9 @@
 // inside or outside a transaction. Opening one is db.ts's job; the drivers import only this file,
 // so that nothing imports back the module that opens them.
 import type { Readable } from 'node:stream';
+import type { ScriptStatement } from './script.mjs';
+
+export type { ScriptStatement } from './script.mjs';
 
 export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
@@ -19,6 +22,19 @@ export interface LockedSession extends Queryable {
    * in WAL order: a crash loses whole transactions, never part of one). PostgreSQL ignores it.
    */
   tx<T>(fn: (q: Queryable) => Promise<T>, opts?: { derived?: boolean }): Promise<T>;
+  /**
+   * Runs a script (script.mjs) in one transaction, as `tx` does (`derived` alike), and resolves to
+   * its named statements' rows and `ms`, the time from its BEGIN to its COMMIT's answer in the
+   * store. On the embedded store it is one message to the worker thread, run there whole: no round
+   * trip to this thread between its statements, and no wait for the connection between them either.
+   */
+  script(statements: ScriptStatement[], opts?: { derived?: boolean }): Promise<ScriptResult>;
+}
+
+/** What a script answers: the rows of its named statements, and how long it held the store. */
+export interface ScriptResult {
+  rows: Record<string, Record<string, unknown>[]>;
+  ms: number;
 }
 
 /**

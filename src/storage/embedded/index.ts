@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Catalog } from '../catalog.js';
 import { isReadLane } from '../read-lane.js';
-import type { Db, Queryable, StoreLog } from '../store.js';
+import type { Db, Queryable, ScriptResult, StoreLog } from '../store.js';
 import { createCatalogCache } from './cache.js';
 import { createDurability, fsyncTree } from './durability.js';
 import { startWorker } from './rpc.js';
@@ -117,6 +117,13 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; cat
         // A derived transaction does not wait for the WAL's fsync (store.ts): waiting (100 to 400 ms
         // under load) left the rollup job a tenth of the connection at saturation.
         tx: (body, opts) => inTransaction(lanes.jobExclusive, body, !opts?.derived),
+        // One message: the worker runs the whole transaction (worker.mjs), behind the batches'
+        // writes already sent and before those sent after it.
+        async script(statements, opts) {
+          const result = await lanes.jobScript(async () => (await rpc.call('script', undefined, undefined, statements)) as ScriptResult);
+          if (!opts?.derived) await durability.syncWal();
+          return result;
+        },
       }),
     // Migrations: the whole run at once.
     withLock: (_key, fn) => lanes.exclusive(() => fn(direct)),

@@ -1,18 +1,22 @@
 import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../../errors.js';
+import type { ScriptStatement } from '../script.mjs';
 import type { StoreLog } from '../store.js';
 
 // Messages to and from the worker thread that runs PGlite (worker.mjs). Each message carries an id;
 // its answer resolves or rejects the promise waiting under that id. The worker runs what it was sent
 // in order (with two lanes: see worker.mjs), so statements sent back to back are pipelined.
 
-/** What the worker runs: one statement (a look-up, a read of the read lane, a batch's write), a script, close, a dump. */
-export type Op = 'query' | 'read' | 'write' | 'exec' | 'close' | 'dump';
+/**
+ * What the worker runs: one statement (a look-up, a read of the read lane, a batch's write), several
+ * without parameters (exec), a job's step as a script (script.mjs: one transaction), close, a dump.
+ */
+export type Op = 'query' | 'read' | 'write' | 'exec' | 'script' | 'close' | 'dump';
 
 type Reply = { id: number; result?: unknown; error?: { message: string; code?: string; detail?: string }; catalogChanged?: boolean };
 
 export interface Rpc {
-  call(op: Op, sql?: string, params?: unknown[]): Promise<unknown>;
+  call(op: Op, sql?: string, params?: unknown[], statements?: ScriptStatement[]): Promise<unknown>;
   readonly closed: boolean;
   /** Stops the worker; whatever is still waiting fails as StoreUnavailableError. */
   terminate(): Promise<void>;
@@ -63,12 +67,12 @@ export async function startWorker(opts: RpcOptions): Promise<Rpc> {
   await ready;
 
   return {
-    call(op, sql, params) {
+    call(op, sql, params, statements) {
       if (closed) return Promise.reject(new StoreUnavailableError());
       const id = nextId++;
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        worker.postMessage({ id, op, sql, params });
+        worker.postMessage({ id, op, sql, params, statements });
       });
     },
     get closed() {

@@ -24,8 +24,14 @@ export interface Lanes {
   exclusive: Take;
   /** A background job's single statement: after the foreground drains. */
   jobStatement: Take;
-  /** A background job's transaction or script: after the foreground drains. */
+  /** A background job's transaction or script of several statements: after the foreground drains. */
   jobExclusive: Take;
+  /**
+   * A background job's step sent as one message (a script, run whole by the worker): a shared turn,
+   * after the foreground drains, whose length is the `ms` it reports (its time in the worker, not
+   * its wait there behind the statements sent before it).
+   */
+  jobScript: <T extends { ms: number }>(fn: () => Promise<T>) => Promise<T>;
 }
 
 export const JOB_PATIENCE_FACTOR = 4;
@@ -76,7 +82,7 @@ export function createLanes(): Lanes {
     };
   let lastJobStepMs = 0;
   const inBackground =
-    (exclusive: boolean): Take =>
+    (exclusive: boolean, held?: (result: unknown) => number): Take =>
     async <T>(fn: () => Promise<T>): Promise<T> => {
       const since = Date.now();
       const patience = Math.min(JOB_PATIENCE_MAX_MS, Math.max(JOB_PATIENCE_MIN_MS, JOB_PATIENCE_FACTOR * lastJobStepMs));
@@ -91,10 +97,11 @@ export function createLanes(): Lanes {
       }
       return turn(exclusive, async () => {
         const began = performance.now();
+        let result: T | undefined;
         try {
-          return await fn();
+          return (result = await fn());
         } finally {
-          lastJobStepMs = performance.now() - began;
+          lastJobStepMs = held && result !== undefined ? held(result) : performance.now() - began;
         }
       });
     };
@@ -104,5 +111,6 @@ export function createLanes(): Lanes {
     exclusive: inForeground(true),
     jobStatement: inBackground(false),
     jobExclusive: inBackground(true),
+    jobScript: inBackground(false, (r) => (r as { ms: number }).ms),
   };
 }

@@ -2,9 +2,11 @@
 // The embedded store's thread: PGlite (PostgreSQL in WebAssembly) runs here, so that a query never
 // blocks the HTTP event loop. Plain JavaScript because worker threads cannot load TypeScript
 // through tsx on Node 20; it is type-checked through JSDoc. The main-thread side is rpc.ts.
+import { performance } from 'node:perf_hooks';
 import { setImmediate } from 'node:timers';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import { runScript } from '../script.mjs';
 
 /** @type {{ dataDir?: string, syncOnCommit: boolean, sharedBuffersMb: number }} */
 const { dataDir, syncOnCommit, sharedBuffersMb } = workerData;
@@ -26,7 +28,7 @@ const pg = new PGlite({
 });
 
 /**
- * @param {{ op: string, sql?: string, params?: unknown[] }} msg
+ * @param {Message} msg
  * @returns {Promise<unknown>}
  */
 async function handle(msg) {
@@ -35,6 +37,15 @@ async function handle(msg) {
     case 'read':
     case 'write':
       return (await pg.query(/** @type {string} */ (msg.sql), msg.params)).rows;
+    case 'script': {
+      // A background job's step, whole: BEGIN, its statements back to back, COMMIT (ROLLBACK on
+      // an error, which is then the answer). Nothing else runs meanwhile: one message at a time.
+      const began = performance.now();
+      const rows = await pg.transaction((tx) =>
+        runScript(async (sql, params) => (await tx.query(sql, params)).rows, /** @type {import('../script.mjs').ScriptStatement[]} */ (msg.statements)),
+      );
+      return { rows, ms: performance.now() - began };
+    }
     case 'exec':
       await pg.exec(/** @type {string} */ (msg.sql));
       return null;
@@ -53,7 +64,8 @@ async function handle(msg) {
   }
 }
 
-// Messages run one at a time, in three lanes. A batch's write ('write') waits while any short
+// Messages run one at a time, in three lanes. A batch's write ('write', and a background job's
+// step sent as one 'script', in order with them) waits while any short
 // statement is waiting, so that a request's look-ups (its key, its catalog) wait for at most the
 // statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of them
 // pass a waiting write, so that a stream of them cannot starve ingestion. A read of the read lane
@@ -62,7 +74,7 @@ async function handle(msg) {
 // WRITES_AHEAD writes, so that saturating ingestion cannot starve the reads either. A
 // transaction's statements come one at a time (index.ts sends the next only after the answer), so
 // they never overtake each other.
-/** @typedef {{ id: number, op: string, sql?: string, params?: unknown[] }} Message */
+/** @typedef {{ id: number, op: string, sql?: string, params?: unknown[], statements?: import('../script.mjs').ScriptStatement[] }} Message */
 /** @type {Message[]} */
 const first = [];
 /** @type {Message[]} */
@@ -110,7 +122,7 @@ async function drain() {
 }
 
 port.on('message', (/** @type {Message} */ msg) => {
-  (msg.op === 'write' ? later : msg.op === 'read' ? reads : first).push(msg);
+  (msg.op === 'write' || msg.op === 'script' ? later : msg.op === 'read' ? reads : first).push(msg);
   if (!running) void drain();
 });
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.js';
+import type { Queryable, ScriptStatement } from '../db.js';
 
 // Compaction: a day's insert-only deltas merged into one row per key, in one transaction per
 // (tenant, day), by the rollup job (one process at a time, never during a fold). Readers aggregate
@@ -41,7 +41,7 @@ const STATEMENTS = [
   'DELETE FROM rm_compaction_due WHERE tenant_id = $1 AND day = $2::date',
 ];
 
-/** Merges one (tenant, day)'s deltas. Run inside the caller's transaction. */
-export async function compactDay(q: Queryable, tenantId: string, day: string): Promise<void> {
-  for (const sql of STATEMENTS) await q.query(sql, [tenantId, day]);
+/** Merges one (tenant, day)'s deltas: a script (script.mjs), one transaction. */
+export function compactDay(tenantId: string, day: string): ScriptStatement[] {
+  return STATEMENTS.map((sql) => ({ sql, params: [tenantId, day] }));
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.js';
+import type { ScriptStatement } from '../db.js';
 
 // The read model's fold (docs/read-model.md): the rows of one slice of transaction ids into the
 // derived tables, inside the slice's transaction, so that each row is folded exactly once. The
@@ -6,54 +6,48 @@ import type { Queryable } from '../db.js';
 // thousand rows, with no ON CONFLICT probe); compaction (compact.ts) merges a day's deltas later.
 // Each source table is read once per slice, into a MATERIALIZED CTE that every insert shares.
 
-/** The slice: [from, to) minus `skip`, plus `resolved` (earlier pending xids that have ended). */
-export interface Slice {
-  from: number;
-  to: number;
-  skip: number[];
-  resolved: number[];
-}
-
 // Every arm carries a range of the xid, so that each can use the BRIN index; $5 and $6 bound the resolved xids.
 const inSlice = (col: string) =>
   `((${col} >= $1 AND ${col} < $2 AND ${col} <> ALL($3::bigint[])) OR (${col} >= $5 AND ${col} <= $6 AND ${col} = ANY($4::bigint[])))`;
-const params = (s: Slice) => [
-  s.from,
-  s.to,
-  s.skip,
-  s.resolved,
-  s.resolved.length ? Math.min(...s.resolved) : 1,
-  s.resolved.length ? Math.max(...s.resolved) : 0,
-];
 const utcDay = (col: string) => `((${col} AT TIME ZONE 'UTC')::date)`;
 const utcHour = (col: string) => `(date_trunc('hour', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`;
 /** The identified actor an id resolves to (one level: links never chain). */
 const resolved = (alias: string, actor: string) =>
   `coalesce((SELECT k.identified_actor_id FROM actor_links k WHERE k.tenant_id = ${alias}.tenant_id AND k.anonymous_actor_id = ${actor}), ${actor})`;
-/** The days a statement wrote deltas to, counted once per slice (the slice is named by its end, $2). */
+/**
+ * The days a statement wrote deltas to, counted once per slice (the slice is named by its end, $2),
+ * and its tenants marked for a snapshot refresh (rollup_dirty), in the slice's transaction.
+ */
 const due = (from: string) => `due AS (
     INSERT INTO rm_compaction_due (tenant_id, day, folds, slice) SELECT DISTINCT tenant_id, day, 1, $2::bigint FROM ${from}
-    ON CONFLICT (tenant_id, day) DO UPDATE SET folds = rm_compaction_due.folds + 1, slice = excluded.slice WHERE rm_compaction_due.slice <> excluded.slice)`;
+    ON CONFLICT (tenant_id, day) DO UPDATE SET folds = rm_compaction_due.folds + 1, slice = excluded.slice WHERE rm_compaction_due.slice <> excluded.slice),
+  dirty AS (INSERT INTO rollup_dirty (tenant_id) SELECT DISTINCT tenant_id FROM ${from} ON CONFLICT DO NOTHING)`;
 
-/** What a slice folded: the tenants that had any row, and its number of events (what the job sizes slices by). */
-export interface Folded {
-  tenants: Set<string>;
-  events: number;
-}
-
-/** Folds the slice's events, sessions, exceptions and identify links. */
-export async function foldReadModel(q: Queryable, s: Slice): Promise<Folded> {
-  const p = params(s);
-  const tenants = new Set<string>();
-  const add = (rows: { tenant_id: string }[]) => rows.forEach((r) => tenants.add(r.tenant_id));
-  add(await q.query(LINKS_ACTOR_DAYS, p));
-  for (const sql of LINKS_OTHERS) await q.query(sql, p);
-  const events = await q.query<{ tenant_id: string; events: string }>(EVENTS, p);
-  add(events);
-  add(await q.query(SESSION_STARTS, p));
-  await q.query(SESSION_CHANGES, p);
-  add(await q.query(EXCEPTIONS, p));
-  return { tenants, events: events.reduce((sum, r) => sum + Number(r.events), 0) };
+/**
+ * The fold of one slice, as statements of the fold step's script (rollups.ts's foldStep): the
+ * slice's identify links, events, sessions and exceptions into the derived tables. `slice` holds
+ * its six parameters: [from, to) minus `skip`, plus `resolved` (earlier pending xids that have
+ * ended), and resolved's least and greatest (so that every arm can use the BRIN index). The
+ * statement named `events` answers the slice's number of events (what the job sizes slices by).
+ *
+ * The slice is grouped by hashing, in memory: the planner cannot know how few distinct
+ * combinations a slice has (1M events of a real product are a few thousand), and a sort of the
+ * whole slice, spilled to disk at the default 4 MB, cost four times the rest of the fold. And the
+ * slice's CTEs are joined by hashing too: a slice's transaction ids lie past the statistics'
+ * histogram, so the planner expects one row from it and would join its CTEs in nested loops, which
+ * on 100k events of 50k actors compare billions of pairs (the fold that "never finished"). Those
+ * settings last until the step's transaction ends.
+ */
+export function foldStatements(slice: unknown[]): ScriptStatement[] {
+  return [
+    { sql: "SELECT set_config('enable_sort', 'off', true), set_config('enable_nestloop', 'off', true), set_config('work_mem', '64MB', true)" },
+    { sql: LINKS_ACTOR_DAYS, params: slice },
+    ...LINKS_OTHERS.map((sql) => ({ sql, params: slice })),
+    { sql: EVENTS, params: slice, name: 'events' },
+    { sql: SESSION_STARTS, params: slice },
+    { sql: SESSION_CHANGES, params: slice },
+    { sql: EXCEPTIONS, params: slice },
+  ];
 }
 
 // One read of the slice's events, grouped at the finest grain any derived table needs (hour, product,
@@ -123,7 +117,7 @@ const EVENTS = `
       FROM adopted a CROSS JOIN LATERAL (VALUES ('', '', -1), (coalesce(a.account_id, ''), coalesce(a.license_id, ''), 1)) AS v(a, l, n)
      WHERE a.started_at IS NOT NULL),
   ${due('d')}
-  SELECT tenant_id, sum(events) AS events FROM n GROUP BY 1`;
+  SELECT coalesce(sum(events), 0)::bigint AS events FROM n`;
 
 const SESSION_STARTS = `
   WITH up AS (
