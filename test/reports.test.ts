@@ -448,7 +448,11 @@ describe("active actors across daylight-saving changes (the read model's month r
   before(async () => {
     const tenant = await tenantWithProduct(t.app, 'business');
     admin = tenant.adminKey;
-    const batch = EVENTS.map(([actor, timestamp]) => event({ actor_id: actor, timestamp, properties: { k: 'v' } }));
+    // Accounts and licenses: d1 A/L1, d2 A/L2, d3 B (no license), d4 C/L3.
+    const ids: Record<string, [string, string | undefined]> = { d1: ['A', 'L1'], d2: ['A', 'L2'], d3: ['B', undefined], d4: ['C', 'L3'] };
+    const batch = EVENTS.map(([actor, timestamp]) =>
+      event({ actor_id: actor, timestamp, properties: { k: 'v' }, account_id: ids[actor]![0], ...(ids[actor]![1] && { license_id: ids[actor]![1] }) }),
+    );
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
     const jobs = startJobs(t.db, [rollupJob(60)], silent);
     assert.equal(await jobs.runOnce('rollups'), true);
@@ -479,6 +483,23 @@ describe("active actors across daylight-saving changes (the read model's month r
       { days: 2, actors: 1 },
       { days: 3, actors: 1 },
     ]);
+  });
+
+  it("active accounts and licenses in New York's days on both sides of its change to EDT", async () => {
+    const res = await get(t.app, admin, '/v1/reports/accounts?from=2026-03-05&to=2026-03-11&tz=America/New_York');
+    assert.equal(res.statusCode, 200, res.body);
+    // A: d1 Mar 6, 7 and d2 Mar 7, 8, 9; B (d3): Mar 9. L1 (d1): Mar 6, 7; L2 (d2): Mar 7, 8, 9.
+    assert.deepEqual(
+      res.json().data.map((d: { date: string; accounts: number; licenses: number }) => [d.date, d.accounts, d.licenses]),
+      [
+        ['2026-03-05', 0, 0],
+        ['2026-03-06', 1, 1],
+        ['2026-03-07', 1, 2],
+        ['2026-03-08', 1, 1],
+        ['2026-03-09', 2, 1],
+        ['2026-03-10', 0, 0],
+      ],
+    );
   });
 
   it("Berlin's local days on both sides of its change to CEST, with the windows reaching back into the month's first days", async () => {
@@ -514,6 +535,12 @@ describe("active actors across daylight-saving changes (the read model's month r
         assert.equal(rm.source, 'read_model', q);
         assert.equal(raw.source, 'events', q);
         for (const part of ['data', 'rolling', 'lifecycle', 'stickiness']) assert.deepEqual(rm[part], raw[part], `${part} ${q}`);
+        const accounts = async (query: string) => (await get(t.app, admin, `/v1/reports/accounts?${query}`)).json().data;
+        assert.deepEqual(await accounts(q), await accounts(`${q}&property=k:v`), `accounts ${q}`);
+        const env = async (query: string) => (await get(t.app, admin, `/v1/environment/os?${query}`)).json();
+        const [envRm, envRaw] = [await env(q), await env(`${q}&property=k:v`)];
+        assert.deepEqual([envRm.source, envRaw.source], ['read_model', 'events'], q);
+        assert.deepEqual(envRm.data, envRaw.data, `environment ${q}`);
       }
     }
   });
