@@ -541,6 +541,12 @@ describe("active actors across daylight-saving changes (the read model's month r
         const [envRm, envRaw] = [await env(q), await env(`${q}&property=k:v`)];
         assert.deepEqual([envRm.source, envRaw.source], ['read_model', 'events'], q);
         assert.deepEqual(envRm.data, envRaw.data, `environment ${q}`);
+        for (const by of ['', '&breakdown=account']) {
+          const trends = async (query: string) => (await get(t.app, admin, `/v1/reports/trends?${query}${by}`)).json();
+          const [trRm, trRaw] = [await trends(q), await trends(`${q}&property=k:v`)];
+          if (by === '' || tz === 'UTC') assert.equal(trRm.source, 'read_model', `trends ${q}${by}`);
+          assert.deepEqual(trRm.series, trRaw.series, `trends ${q}${by}`);
+        }
       }
     }
   });

@@ -195,3 +195,36 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
     any: `${byMonth((t) => termDays(t), '0')} <> 0`,
   };
 }
+
+/**
+ * A row's buckets (alias a of rm_actor_months), for local days first..last: bit `bucketOf(g)` set
+ * when the row has an active local day g (counted from `first`), at most 63 buckets. Days map to
+ * buckets by a shift where the term's days keep their distance (interval day), else by one test per
+ * (term, bucket). Undefined when the zone's local days are not whole UTC hours.
+ */
+export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, bucketOf: (g: number) => number): { from: string; mask: string } | undefined {
+  const months = localActorMonths(f, sql, first, last, 0);
+  const terms = monthTerms(f.scope.tz, first, last);
+  if (!months || !terms) return undefined;
+  const arms = [...new Set(terms.map((t) => t.month))].sort().map((m) => {
+    const parts = terms
+      .filter((t) => t.month === m)
+      .flatMap((t) => {
+        const byBucket = new Map<number, number>();
+        const shifts = new Set<number>();
+        for (let x = t.days; x !== 0; x &= x - 1) {
+          const bit = 31 - Math.clz32(x & -x);
+          const b = bucketOf(t.shift + bit);
+          byBucket.set(b, (byBucket.get(b) ?? 0) | (1 << bit));
+          shifts.add(b - bit);
+        }
+        if (shifts.size === 1) {
+          const by = [...shifts][0]!;
+          return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
+        }
+        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
+      });
+    return `WHEN DATE '${m}' THEN ${parts.join(' | ')}`;
+  });
+  return { from: `${months.from} AND ${months.any}`, mask: `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` };
+}
