@@ -161,7 +161,8 @@ const filter = (events: boolean) =>
     ...(events ? [`&name=${pick(PAIRS)[1]}`, '&property=screen:home'] : []),
   ]);
 
-const RM_TABLES = 'rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions, rm_compaction_due';
+const RM_TABLES =
+  'rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions, rm_compaction_due';
 
 /** The fixture kept by an earlier run (--reuse): its tenant's key, if it has the same size. */
 async function existing(): Promise<{ key: string } | undefined> {

@@ -37,6 +37,7 @@ async function holdings(tenantId: string, actors: string[]): Promise<Record<stri
       "SELECT count(*)::int AS n FROM invalid_events WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) a WHERE strpos(payload, '\"' || a || '\"') > 0)",
     ),
     rm_actor_days: await n('SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = ANY($2)'),
+    rm_actor_months: await n('SELECT count(*)::int AS n FROM rm_actor_months WHERE tenant_id = $1 AND actor_id = ANY($2)'),
     rm_actor_first: await n('SELECT count(*)::int AS n FROM rm_actor_first WHERE tenant_id = $1 AND actor_id = ANY($2)'),
     rm_sessions: await n('SELECT count(*)::int AS n FROM rm_sessions WHERE tenant_id = $1 AND actor_id = ANY($2)'),
   };

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { compactDay } from '../src/storage/read-model/compact.js';
+import { compactDay, compactMonth } from '../src/storage/read-model/compact.js';
 import { LOCKS } from '../src/storage/db.js';
 import { foldStep } from '../src/storage/rollups.js';
 import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
@@ -99,6 +99,17 @@ const CHECKS: [string, string, string][] = [
      SELECT (occurred_at AT TIME ZONE 'UTC')::date::text AS day, who AS actor_id, coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id,
             sum(n)::int AS n, bool_or(fatal) AS crashed,
             coalesce(bit_or(1 << extract(hour FROM occurred_at AT TIME ZONE 'UTC')::int) FILTER (WHERE n = 1), 0) AS hours FROM r GROUP BY 1, 2, 3, 4`,
+  ],
+  [
+    'actor months',
+    // h<k>: bit d - 1 for each day d of the UTC month with an event in UTC hour k (exceptions set none).
+    `SELECT month::text, actor_id, product_id::text, account_id, license_id, bit_or(h0) AS h0, bit_or(h1) AS h1, bit_or(h2) AS h2, bit_or(h3) AS h3, bit_or(h4) AS h4, bit_or(h5) AS h5, bit_or(h6) AS h6, bit_or(h7) AS h7, bit_or(h8) AS h8, bit_or(h9) AS h9, bit_or(h10) AS h10, bit_or(h11) AS h11, bit_or(h12) AS h12, bit_or(h13) AS h13, bit_or(h14) AS h14, bit_or(h15) AS h15, bit_or(h16) AS h16, bit_or(h17) AS h17, bit_or(h18) AS h18, bit_or(h19) AS h19, bit_or(h20) AS h20, bit_or(h21) AS h21, bit_or(h22) AS h22, bit_or(h23) AS h23
+       FROM rm_actor_months WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
+    `SELECT to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-01') AS month, coalesce(k.identified_actor_id, e.actor_id) AS actor_id, e.product_id::text,
+            coalesce(e.account_id, '') AS account_id, coalesce(e.license_id, '') AS license_id, coalesce(bit_or(bit) FILTER (WHERE h = 0), 0) AS h0, coalesce(bit_or(bit) FILTER (WHERE h = 1), 0) AS h1, coalesce(bit_or(bit) FILTER (WHERE h = 2), 0) AS h2, coalesce(bit_or(bit) FILTER (WHERE h = 3), 0) AS h3, coalesce(bit_or(bit) FILTER (WHERE h = 4), 0) AS h4, coalesce(bit_or(bit) FILTER (WHERE h = 5), 0) AS h5, coalesce(bit_or(bit) FILTER (WHERE h = 6), 0) AS h6, coalesce(bit_or(bit) FILTER (WHERE h = 7), 0) AS h7, coalesce(bit_or(bit) FILTER (WHERE h = 8), 0) AS h8, coalesce(bit_or(bit) FILTER (WHERE h = 9), 0) AS h9, coalesce(bit_or(bit) FILTER (WHERE h = 10), 0) AS h10, coalesce(bit_or(bit) FILTER (WHERE h = 11), 0) AS h11, coalesce(bit_or(bit) FILTER (WHERE h = 12), 0) AS h12, coalesce(bit_or(bit) FILTER (WHERE h = 13), 0) AS h13, coalesce(bit_or(bit) FILTER (WHERE h = 14), 0) AS h14, coalesce(bit_or(bit) FILTER (WHERE h = 15), 0) AS h15, coalesce(bit_or(bit) FILTER (WHERE h = 16), 0) AS h16, coalesce(bit_or(bit) FILTER (WHERE h = 17), 0) AS h17, coalesce(bit_or(bit) FILTER (WHERE h = 18), 0) AS h18, coalesce(bit_or(bit) FILTER (WHERE h = 19), 0) AS h19, coalesce(bit_or(bit) FILTER (WHERE h = 20), 0) AS h20, coalesce(bit_or(bit) FILTER (WHERE h = 21), 0) AS h21, coalesce(bit_or(bit) FILTER (WHERE h = 22), 0) AS h22, coalesce(bit_or(bit) FILTER (WHERE h = 23), 0) AS h23
+       FROM (SELECT *, extract(hour FROM occurred_at AT TIME ZONE 'UTC')::int AS h, 1 << (extract(day FROM occurred_at AT TIME ZONE 'UTC')::int - 1) AS bit
+               FROM events WHERE tenant_id = $1) e
+       LEFT JOIN actor_links k ON k.tenant_id = e.tenant_id AND k.anonymous_actor_id = e.actor_id GROUP BY 1, 2, 3, 4, 5`,
   ],
   [
     'first seen',
@@ -236,8 +247,15 @@ describe('read model', () => {
     // Compaction changes no answer.
     for (const d of await t.db.query<{ day: string }>('SELECT day::text AS day FROM rm_compaction_due WHERE tenant_id = $1', [tn.id])) {
       await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactDay(tn.id, d.day)));
+      await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactMonth(tn.id, `${d.day.slice(0, 8)}01`)));
+      await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactMonth(tn.id, `${d.day.slice(0, 8)}01`))); // again: idempotent
     }
     await assertMatchesRaw(tn.id, 'compacted');
+    const [months] = await t.db.query<{ rows: number; keys: number }>(
+      'SELECT count(*)::int AS rows, count(DISTINCT (month, actor_id, product_id, account_id, license_id))::int AS keys FROM rm_actor_months WHERE tenant_id = $1',
+      [tn.id],
+    );
+    assert.equal(months!.rows, months!.keys, 'one row per (month, actor, product, account, license) once compacted');
     const [{ n }] = (await t.db.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'user-1' AND day = $2::date",
       [tn.id, dayOf(0)],

@@ -424,6 +424,134 @@ describe('GET /v1/reports/active-actors', () => {
   });
 });
 
+describe("active actors across daylight-saving changes (the read model's month rows)", () => {
+  // Its own tenant. UTC instants, and their local days:
+  //   d1: Mar 7 04:30 (New York Mar 6 23:30 EST), Mar 7 05:30 (Mar 7 00:30 EST): both sides of local midnight in one UTC day.
+  //   d2: Mar 8 04:30 (Mar 7 23:30 EST), Mar 8 06:30 (Mar 8 01:30 EST; New York moves to EDT at 07:00 UTC that day),
+  //       Mar 9 03:30 (Mar 8 23:30 EDT), Mar 9 04:30 (Mar 9 00:30 EDT: with winter's cutoff at 05:00 UTC it would be Mar 8).
+  //   d3: Mar 9 04:30 (Mar 9 00:30 EDT).
+  //   d4: Mar 28 23:30 (Berlin Mar 29 00:30 CET), Mar 29 21:30 (Mar 29 23:30 CEST; Berlin moves to CEST at 01:00 UTC Mar 29),
+  //       Mar 29 22:30 (Mar 30 00:30 CEST: with winter's cutoff at 23:00 UTC it would be Mar 29).
+  const EVENTS: [string, string][] = [
+    ['d1', '2026-03-07T04:30:00Z'],
+    ['d1', '2026-03-07T05:30:00Z'],
+    ['d2', '2026-03-08T04:30:00Z'],
+    ['d2', '2026-03-08T06:30:00Z'],
+    ['d2', '2026-03-09T03:30:00Z'],
+    ['d2', '2026-03-09T04:30:00Z'],
+    ['d3', '2026-03-09T04:30:00Z'],
+    ['d4', '2026-03-28T23:30:00Z'],
+    ['d4', '2026-03-29T21:30:00Z'],
+    ['d4', '2026-03-29T22:30:00Z'],
+  ];
+  let admin: string;
+  before(async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    admin = tenant.adminKey;
+    // Accounts and licenses: d1 A/L1, d2 A/L2, d3 B (no license), d4 C/L3.
+    const ids: Record<string, [string, string | undefined]> = { d1: ['A', 'L1'], d2: ['A', 'L2'], d3: ['B', undefined], d4: ['C', 'L3'] };
+    const batch = EVENTS.map(([actor, timestamp]) =>
+      event({ actor_id: actor, timestamp, properties: { k: 'v' }, account_id: ids[actor]![0], ...(ids[actor]![1] && { license_id: ids[actor]![1] }) }),
+    );
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const jobs = startJobs(t.db, [rollupJob(60)], silent);
+    assert.equal(await jobs.runOnce('rollups'), true);
+    await jobs.stop();
+  });
+  const report = async (query: string) => {
+    const res = await get(t.app, admin, `/v1/reports/active-actors?${query}`);
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json();
+  };
+  const rolling = (body: { rolling: { date: string; dau: number; wau: number; mau: number }[] }) => body.rolling.map((r) => [r.date, r.dau, r.wau, r.mau]);
+
+  it("New York's local days on both sides of its change to EDT", async () => {
+    const body = await report('from=2026-03-05&to=2026-03-11&tz=America/New_York');
+    assert.equal(body.source, 'read_model');
+    // Local active days: d1 Mar 6, 7; d2 Mar 7, 8, 9; d3 Mar 9.
+    assert.deepEqual(rolling(body), [
+      ['2026-03-05', 0, 0, 0],
+      ['2026-03-06', 1, 1, 1],
+      ['2026-03-07', 2, 2, 2],
+      ['2026-03-08', 1, 2, 2],
+      ['2026-03-09', 2, 3, 3],
+      ['2026-03-10', 0, 3, 3],
+    ]);
+    // Days active over the range: d3 1, d1 2, d2 3.
+    assert.deepEqual(body.stickiness.days_active, [
+      { days: 1, actors: 1 },
+      { days: 2, actors: 1 },
+      { days: 3, actors: 1 },
+    ]);
+  });
+
+  it("active accounts and licenses in New York's days on both sides of its change to EDT", async () => {
+    const res = await get(t.app, admin, '/v1/reports/accounts?from=2026-03-05&to=2026-03-11&tz=America/New_York');
+    assert.equal(res.statusCode, 200, res.body);
+    // A: d1 Mar 6, 7 and d2 Mar 7, 8, 9; B (d3): Mar 9. L1 (d1): Mar 6, 7; L2 (d2): Mar 7, 8, 9.
+    assert.deepEqual(
+      res.json().data.map((d: { date: string; accounts: number; licenses: number }) => [d.date, d.accounts, d.licenses]),
+      [
+        ['2026-03-05', 0, 0],
+        ['2026-03-06', 1, 1],
+        ['2026-03-07', 1, 2],
+        ['2026-03-08', 1, 1],
+        ['2026-03-09', 2, 1],
+        ['2026-03-10', 0, 0],
+      ],
+    );
+  });
+
+  it("Berlin's local days on both sides of its change to CEST, with the windows reaching back into the month's first days", async () => {
+    const body = await report('from=2026-03-27&to=2026-03-31&tz=Europe/Berlin');
+    assert.equal(body.source, 'read_model');
+    // d4: Mar 29, 30 (Berlin). d1 Mar 7, d2 Mar 8 and 9, d3 Mar 9 (Berlin days) are in the 30-day windows only.
+    assert.deepEqual(rolling(body), [
+      ['2026-03-27', 0, 0, 3],
+      ['2026-03-28', 0, 0, 3],
+      ['2026-03-29', 1, 1, 4],
+      ['2026-03-30', 1, 1, 4],
+    ]);
+  });
+
+  it('UTC days, and the same answers as raw events in zones east and west, with and without daylight saving', async () => {
+    const utc = await report('from=2026-03-05&to=2026-03-31');
+    // UTC active days: d1 Mar 7; d2 Mar 8, 9; d3 Mar 9; d4 Mar 28, 29.
+    assert.deepEqual(
+      utc.data.filter((d: { active: number }) => d.active > 0).map((d: { date: string; active: number }) => [d.date, d.active]),
+      [
+        ['2026-03-07', 1],
+        ['2026-03-08', 1],
+        ['2026-03-09', 2],
+        ['2026-03-28', 1],
+        ['2026-03-29', 1],
+      ],
+    );
+    // property=k:v matches every event and is answered from raw events: each zone's days must agree.
+    for (const tz of ['UTC', 'America/New_York', 'Europe/Berlin', 'Australia/Sydney', 'Pacific/Auckland', 'America/Los_Angeles', 'Pacific/Kiritimati']) {
+      for (const interval of ['day', 'week', 'month']) {
+        const q = `from=2026-02-20&to=2026-04-05&tz=${tz}&interval=${interval}`;
+        const [rm, raw] = [await report(q), await report(`${q}&property=k:v`)];
+        assert.equal(rm.source, 'read_model', q);
+        assert.equal(raw.source, 'events', q);
+        for (const part of ['data', 'rolling', 'lifecycle', 'stickiness']) assert.deepEqual(rm[part], raw[part], `${part} ${q}`);
+        const accounts = async (query: string) => (await get(t.app, admin, `/v1/reports/accounts?${query}`)).json().data;
+        assert.deepEqual(await accounts(q), await accounts(`${q}&property=k:v`), `accounts ${q}`);
+        const env = async (query: string) => (await get(t.app, admin, `/v1/environment/os?${query}`)).json();
+        const [envRm, envRaw] = [await env(q), await env(`${q}&property=k:v`)];
+        assert.deepEqual([envRm.source, envRaw.source], ['read_model', 'events'], q);
+        assert.deepEqual(envRm.data, envRaw.data, `environment ${q}`);
+        for (const by of ['', '&breakdown=account']) {
+          const trends = async (query: string) => (await get(t.app, admin, `/v1/reports/trends?${query}${by}`)).json();
+          const [trRm, trRaw] = [await trends(q), await trends(`${q}&property=k:v`)];
+          if (by === '' || tz === 'UTC') assert.equal(trRm.source, 'read_model', `trends ${q}${by}`);
+          assert.deepEqual(trRm.series, trRaw.series, `trends ${q}${by}`);
+        }
+      }
+    }
+  });
+});
+
 describe('report rules', () => {
   it("another tenant sees none of this tenant's data", async () => {
     const other = await createTenant(t.app, 'business');

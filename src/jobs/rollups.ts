@@ -1,5 +1,5 @@
 import { LOCKS, type LockedSession, type ScriptStatement } from '../storage/db.js';
-import { compactDay, compactionDue } from '../storage/read-model/compact.js';
+import { compactDay, compactionDue, compactMonth } from '../storage/read-model/compact.js';
 import {
   dirtyTenants,
   foldStep,
@@ -191,8 +191,16 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
   };
 }
 
-/** Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. */
+/**
+ * Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. Then each
+ * (tenant, UTC month) of those days once, its rm_actor_months deltas merged (a transaction each).
+ */
 async function compact(s: LockedSession, now: Date, watch: Watch): Promise<void> {
-  for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN))
+  const months = new Map<string, { tenant: string; month: string }>();
+  for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN)) {
     await step(s, watch, `compact ${d.day}`, compactDay(d.tenant_id, d.day));
+    const month = `${d.day.slice(0, 8)}01`;
+    months.set(`${d.tenant_id} ${month}`, { tenant: d.tenant_id, month });
+  }
+  for (const m of months.values()) await step(s, watch, `compact month ${m.month}`, compactMonth(m.tenant, m.month));
 }

@@ -70,7 +70,7 @@ export type Erased = Record<string, number>;
  *   raw:     events, sessions (and their pending ends and early signs), exceptions, environments,
  *            actor_links, invalid_events (any dead letter whose raw payload names the actor)
  *   derived: rm_event_hours, rm_feature_days, rm_usage_days (the actor's folded share taken out
- *            as negative deltas), rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions
+ *            as negative deltas), rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions
  *            (the actor's rows), actor_traits, segment_members, and rollup_dirty (the tenant's
  *            account and license snapshots are rebuilt at the next run)
  * Usage counters (billing) are not changed: they count events, not people.
@@ -122,7 +122,7 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
      SELECT r.tenant_id, r.day, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.product_version, -count(*)
        FROM rm_sessions r WHERE ${mine} AND r.started_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`,
   );
-  for (const table of ['rm_actor_days', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits', 'segment_members']) {
+  for (const table of ['rm_actor_days', 'rm_actor_months', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits', 'segment_members']) {
     await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);
   }
   await q.query('INSERT INTO rollup_dirty (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING', [tenantId]);

@@ -1,6 +1,6 @@
 import { validationError } from '../../errors.js';
 import { ACTOR, Params, rawEvents, segmentWhere, type Filters } from '../filters.js';
-import { isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -98,4 +98,133 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
     return { ...range, source: 'events', sql: rawEvents(wide, sql, `(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
   }
   return { ...range, source: 'read_model', sql: localActorDays(f, sql, backDay, last, 'a.lday AS day, a.actor_id AS actor') };
+}
+
+/**
+ * rm_actor_months' rows as local days (docs/reports.md, "One row per actor and month"): per UTC
+ * month, the (hour k, day d) pairs whose UTC hour lies in a local day of first..last, grouped into
+ * terms `(h<k> | …) & days`, each placed by one shift (the index of its local day, counted from
+ * `first`, less d − 1). Every UTC hour lies in one local day when the local midnights are whole
+ * UTC hours, so the terms are exact in every such zone, daylight saving included: a change of
+ * offset inside a month makes more terms for that month (a run of days with the other cutoff
+ * hour), no row per day. In UTC each month is one term of all 24 hours.
+ */
+export interface MonthTerm {
+  /** The UTC month, YYYY-MM-01. */
+  month: string;
+  /** Hour columns k whose days are `days`. */
+  hours: number[];
+  /** Bit d − 1: day d of the month. */
+  days: number;
+  /** Local day index of bit 0 (may be negative: then only bits at or past −shift are in `days`). */
+  shift: number;
+}
+
+/** The terms for local days first..last in tz, or undefined when a local day is not a run of 22 to 26 whole UTC hours. */
+export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | undefined {
+  // (month, shift) → per hour k, the days of the month whose hour k lies in the range.
+  const byShift = new Map<string, { month: string; shift: number; days: number[] }>();
+  let start = zonedMidnight(first.y, first.m, first.d, tz).getTime();
+  for (let d = first, g = 0; isoDay(d) <= isoDay(last); d = plusDays(d, 1), g++) {
+    const next = plusDays(d, 1);
+    const end = zonedMidnight(next.y, next.m, next.d, tz).getTime();
+    if (start % HOUR_MS !== 0 || end % HOUR_MS !== 0 || end - start < 22 * HOUR_MS || end - start > 26 * HOUR_MS) return undefined;
+    for (let t = start; t < end; t += HOUR_MS) {
+      const u = new Date(t);
+      const dom = u.getUTCDate();
+      const month = `${u.toISOString().slice(0, 8)}01`;
+      const shift = g - (dom - 1);
+      const key = `${month} ${shift}`;
+      let e = byShift.get(key);
+      if (!e) byShift.set(key, (e = { month, shift, days: new Array<number>(24).fill(0) }));
+      e.days[u.getUTCHours()]! |= 1 << (dom - 1);
+    }
+    start = end;
+  }
+  const terms: MonthTerm[] = [];
+  for (const e of byShift.values()) {
+    const byDays = new Map<number, number[]>();
+    e.days.forEach((days, k) => days !== 0 && byDays.set(days, [...(byDays.get(days) ?? []), k]));
+    for (const [days, hours] of byDays) terms.push({ month: e.month, hours, days, shift: e.shift });
+  }
+  return terms;
+}
+
+/** SQL: a row's days of one term (alias a), as an int, not shifted. */
+const termDays = (t: MonthTerm, days = t.days) => `((${t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
+
+/**
+ * rm_actor_months rows (alias a) of the scope's filters, for the local days first..last: `words`
+ * gives, per 63-day word of local days from `first`, an expression of a row's active days in it
+ * (bit n: local day 63·w + n), to OR per actor; `any` is true for a row with any active day in the
+ * range. Undefined when the zone's local days are not whole UTC hours (monthTerms).
+ */
+export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd, words: number): { from: string; words: string[]; any: string } | undefined {
+  const terms = monthTerms(f.scope.tz, first, last);
+  if (!terms) return undefined;
+  const s = f.scope;
+  const months = [...new Set(terms.map((t) => t.month))].sort();
+  const w = [`a.tenant_id = ${sql.p(s.tenantId)}`, `a.month >= ${sql.p(months[0])}::date`, `a.month <= ${sql.p(months.at(-1))}::date`];
+  if (s.productId) w.push(`a.product_id = ${sql.p(s.productId)}`);
+  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.p(s.accountId)}`);
+  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.p(s.licenseId)}`);
+  w.push(segmentWhere(f, sql, 'a.actor_id'));
+  const byMonth = (expr: (t: MonthTerm) => string | undefined, empty: string) => {
+    const arms = months.flatMap((m) => {
+      const parts = terms.filter((t) => t.month === m).flatMap((t) => expr(t) ?? []);
+      return parts.length ? [`WHEN DATE '${m}' THEN ${parts.join(' | ')}`] : [];
+    });
+    return arms.length ? `CASE a.month ${arms.join(' ')} ELSE ${empty} END` : empty;
+  };
+  const word = (n: number) =>
+    byMonth((t) => {
+      // The term's days that land in word n (local days 63n … 63n + 62), then shifted into place.
+      let days = 0;
+      for (let x = t.days; x !== 0; x &= x - 1) {
+        const bit = 31 - Math.clz32(x & -x);
+        const at = t.shift + bit - 63 * n;
+        if (at >= 0 && at < 63) days |= 1 << bit;
+      }
+      if (days === 0) return undefined;
+      const by = t.shift - 63 * n;
+      return `(${termDays(t, days)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
+    }, '0::bigint');
+  return {
+    from: `rm_actor_months a WHERE ${w.join(' AND ')}`,
+    words: Array.from({ length: words }, (_, n) => word(n)),
+    any: `${byMonth((t) => termDays(t), '0')} <> 0`,
+  };
+}
+
+/**
+ * A row's buckets (alias a of rm_actor_months), for local days first..last: bit `bucketOf(g)` set
+ * when the row has an active local day g (counted from `first`), at most 63 buckets. Days map to
+ * buckets by a shift where the term's days keep their distance (interval day), else by one test per
+ * (term, bucket). Undefined when the zone's local days are not whole UTC hours.
+ */
+export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, bucketOf: (g: number) => number): { from: string; mask: string } | undefined {
+  const months = localActorMonths(f, sql, first, last, 0);
+  const terms = monthTerms(f.scope.tz, first, last);
+  if (!months || !terms) return undefined;
+  const arms = [...new Set(terms.map((t) => t.month))].sort().map((m) => {
+    const parts = terms
+      .filter((t) => t.month === m)
+      .flatMap((t) => {
+        const byBucket = new Map<number, number>();
+        const shifts = new Set<number>();
+        for (let x = t.days; x !== 0; x &= x - 1) {
+          const bit = 31 - Math.clz32(x & -x);
+          const b = bucketOf(t.shift + bit);
+          byBucket.set(b, (byBucket.get(b) ?? 0) | (1 << bit));
+          shifts.add(b - bit);
+        }
+        if (shifts.size === 1) {
+          const by = [...shifts][0]!;
+          return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
+        }
+        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
+      });
+    return `WHEN DATE '${m}' THEN ${parts.join(' | ')}`;
+  });
+  return { from: `${months.from} AND ${months.any}`, mask: `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` };
 }

@@ -4,7 +4,7 @@ import { RESOLVED_ENV_CTE, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '..
 import { FilterProps, head, Params, resolveFilters, segmentWhere, type Principal } from '../filters.js';
 import { ACTOR, rawEvents } from '../filters.js';
 import { localDate, zonedMidnight } from '../scope.js';
-import { actorDaysAnswer, localActorDays } from './actor-days.js';
+import { actorDaysAnswer, localActorDays, localActorMonths } from './actor-days.js';
 
 // Environment shares (docs/reports.md): active actors and sessions started in the range, by a
 // field of what clients sent in X-Environment-Data (the actor's latest; a session counts under its
@@ -25,12 +25,16 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   // The range's active actors (its whole local days): the read model's actor days when they answer, else raw events.
   const first = localDate(s.from, s.tz);
   const last = localDate(new Date(s.to.getTime() - 1), s.tz);
-  const ad = actorDaysAnswer(f, first, last)
-    ? { source: 'read_model' as const, sql: localActorDays(f, sql, first, last, 'DISTINCT a.actor_id AS actor') }
-    : {
-        source: 'events' as const,
-        sql: rawEvents({ ...f, scope: { ...s, from: zonedMidnight(first.y, first.m, first.d, s.tz) } }, sql, `DISTINCT ${ACTOR} AS actor`),
-      };
+  // From the month rows (one per actor and month: any active day in the range), else the actor days.
+  const months = actorDaysAnswer(f, first, last) ? localActorMonths(f, sql, first, last, 0) : undefined;
+  const ad = months
+    ? { source: 'read_model' as const, sql: `SELECT DISTINCT a.actor_id AS actor FROM ${months.from} AND ${months.any}` }
+    : actorDaysAnswer(f, first, last)
+      ? { source: 'read_model' as const, sql: localActorDays(f, sql, first, last, 'DISTINCT a.actor_id AS actor') }
+      : {
+          source: 'events' as const,
+          sql: rawEvents({ ...f, scope: { ...s, from: zonedMidnight(first.y, first.m, first.d, s.tz) } }, sql, `DISTINCT ${ACTOR} AS actor`),
+        };
   const expr = ENV_FIELDS[field];
   const t = sql.p(s.tenantId);
   const sw = [`r.tenant_id = ${sql.p(s.tenantId)}`, `r.started_at >= ${sql.p(s.from)}`, `r.started_at < ${sql.p(s.to)}`];

@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
-import { DAY_MS, HOUR_MS, localDate, zonedMidnight } from '../scope.js';
-import { localActorDays, UTC_ZONES, wholeHourDays } from './actor-days.js';
-import { bucketIndex, bucketLabels, type BucketIndex } from './buckets.js';
+import { DAY_MS, HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
+import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
 import {
   ACTOR,
   bucketOf,
@@ -102,6 +102,13 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   const k = column ? `nullif(a.${column}, '')` : 'NULL::text';
   const index = i === 'hour' ? undefined : bucketIndex(i, first, last, sql);
   if (index) {
+    // From the month rows (one per actor and month), each row's buckets as one mask; else the actor days.
+    const bucketOf = bucketNumbers(first, last, i as 'day' | 'week' | 'month');
+    const months = monthBucketMask(f, sql, first, last, bucketOf);
+    if (months) {
+      const masks = `SELECT ${k} AS k, a.actor_id, bit_or(${months.mask}) AS mask FROM ${months.from} GROUP BY 1, 2`;
+      return rankedRows(q, s, sql, b, limit, events, maskCounts(masks, b, index));
+    }
     const days = localActorDays(f, sql, first, last, `${index.of('a.lday')} AS i, ${k} AS k, a.actor_id`);
     return rankedRows(
       q,
@@ -288,4 +295,16 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
     ...answer,
     compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, series: (await series(q, prev, b, limit, false)).series },
   };
+}
+
+/** Local day g (from `first`) → its bucket's number (0: the bucket of `first`), as bucketIndex numbers them. */
+function bucketNumbers(first: Ymd, last: Ymd, i: 'day' | 'week' | 'month'): (g: number) => number {
+  const numbers: number[] = [];
+  let bucket = '';
+  for (let d = first; isoDay(d) <= isoDay(last); d = plusDays(d, 1)) {
+    const start = bucketStart(isoDay(d), i);
+    numbers.push(start === bucket ? numbers.at(-1)! : numbers.length === 0 ? 0 : numbers.at(-1)! + 1);
+    bucket = start;
+  }
+  return (g) => numbers[g]!;
 }

@@ -5,10 +5,10 @@ import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
 import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
-import { localDate } from '../scope.js';
-import { actorDaysAnswer, localActorDays, wholeLocalDays } from './actor-days.js';
+import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
+import { actorDaysAnswer, localActorDays, localActorMonths, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
-import { bucketIndex, bucketLabels } from './buckets.js';
+import { bucketIndex, bucketLabels, bucketStart } from './buckets.js';
 
 // Versions of one product (docs/reports.md): adoption over time (actors per version per interval,
 // an actor counted under the version it ended each day on), the share of the range's actors on
@@ -149,8 +149,13 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   const s = f.scope;
   const h = await head(q, s);
   if (s.empty) return { ...h, data: [] };
-  const sql = new Params();
   const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, p.to === undefined);
+  const labels = await bucketLabels(q, f);
+  if (days) {
+    const counted = await accountsFromMonths(q, f, days.first, days.last, s.interval as 'day' | 'week' | 'month', labels);
+    if (counted) return { ...h, data: counted };
+  }
+  const sql = new Params();
   // Active: had events. From the read model's actor days (each carries its account and license) when they answer.
   const ev = days
     ? localActorDays(
@@ -174,10 +179,47 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   const byDate = new Map(rows.map((r) => [r.date, r]));
   return {
     ...h,
-    data: (await bucketLabels(q, f)).map((date) => ({
+    data: labels.map((date) => ({
       date,
       accounts: Number(byDate.get(date)?.accounts ?? 0),
       licenses: Number(byDate.get(date)?.licenses ?? 0),
     })),
   };
+}
+
+/**
+ * Accounts over time from rm_actor_months: each account's (and license's) active local days of the
+ * range as 63-day words, OR'd over its rows by one hash aggregate (one row per actor and month, not
+ * per actor day), then counted per bucket here from the distinct masks. Undefined when the zone's
+ * local days are not whole UTC hours.
+ */
+async function accountsFromMonths(q: Queryable, f: Filters, first: Ymd, last: Ymd, interval: 'day' | 'week' | 'month', labels: string[]) {
+  const span = (Date.UTC(last.y, last.m - 1, last.d) - Date.UTC(first.y, first.m - 1, first.d)) / DAY_MS + 1;
+  const sql = new Params();
+  const months = localActorMonths(f, sql, first, last, Math.ceil(span / 63));
+  if (!months) return undefined;
+  const words = months.words.map((x, w) => `bit_or(${x}) AS w${w}`).join(', ');
+  const text = months.words.map((_, w) => `m.w${w} & 4294967295, m.w${w} >> 32`).join(', ');
+  const rows = await q.query<{ kind: 'a' | 'l'; w: string; n: string }>(
+    `WITH r AS MATERIALIZED (SELECT a.* FROM ${months.from} AND ${months.any}),
+          m AS (SELECT 'a' AS kind, ${words} FROM r a WHERE a.account_id <> '' GROUP BY a.account_id
+                UNION ALL SELECT 'l', ${words} FROM r a WHERE a.license_id <> '' GROUP BY a.license_id)
+     SELECT kind, concat_ws(',', ${text}) AS w, count(*) AS n FROM m GROUP BY 1, 2`,
+    sql.values,
+  );
+  const index = new Map(labels.map((b, k) => [b, k]));
+  const dayBucket = Array.from({ length: span }, (_, d) => index.get(bucketStart(isoDay(plusDays(first, d)), interval)) ?? -1);
+  const counts = { a: new Float64Array(labels.length), l: new Float64Array(labels.length) };
+  const hit = new Uint8Array(labels.length);
+  for (const r of rows) {
+    hit.fill(0);
+    r.w.split(',').forEach((half, h) => {
+      for (let x = Number(half); x !== 0; x &= x - 1) {
+        const b = dayBucket[(h >> 1) * 63 + (h & 1) * 32 + 31 - Math.clz32(x & -x)];
+        if (b !== undefined && b >= 0) hit[b] = 1;
+      }
+    });
+    hit.forEach((on, b) => on && (counts[r.kind][b]! += Number(r.n)));
+  }
+  return labels.map((date, b) => ({ date, accounts: counts.a[b]!, licenses: counts.l[b]! }));
 }

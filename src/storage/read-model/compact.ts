@@ -1,4 +1,5 @@
 import type { Queryable, ScriptStatement } from '../db.js';
+import { MONTH_HOURS } from './tables.js';
 
 // Compaction: a day's insert-only deltas merged into one row per key, in one transaction per
 // (tenant, day), by the rollup job (one process at a time, never during a fold). Readers aggregate
@@ -44,4 +45,24 @@ const STATEMENTS = [
 /** Merges one (tenant, day)'s deltas: a script (script.mjs), one transaction. */
 export function compactDay(tenantId: string, day: string): ScriptStatement[] {
   return STATEMENTS.map((sql) => ({ sql, params: [tenantId, day] }));
+}
+
+/**
+ * Merges one (tenant, UTC month)'s rm_actor_months deltas: the keys with more than one row become
+ * one row, their hours OR'd (idempotent: a merge at any time gives the same bits). Only those keys
+ * are rewritten, so a month's cost is a read of its rows and a rewrite of what changed since the last
+ * merge, not the whole month. The job runs it once per month whose days it compacted: a script
+ * (script.mjs), one transaction.
+ */
+export function compactMonth(tenantId: string, month: string): ScriptStatement[] {
+  const key = ['actor_id', 'product_id', 'account_id', 'license_id'];
+  return [
+    {
+      sql: `WITH k AS (SELECT ${key.join(', ')} FROM rm_actor_months WHERE tenant_id = $1 AND month = $2::date GROUP BY 1, 2, 3, 4 HAVING count(*) > 1),
+          m AS (DELETE FROM rm_actor_months r USING k WHERE r.tenant_id = $1 AND r.month = $2::date AND ${key.map((c) => `r.${c} = k.${c}`).join(' AND ')} RETURNING r.*)
+     INSERT INTO rm_actor_months (tenant_id, month, ${key.join(', ')}, ${MONTH_HOURS.join(', ')})
+     SELECT tenant_id, month, ${key.join(', ')}, ${MONTH_HOURS.map((h) => `bit_or(${h})`).join(', ')} FROM m GROUP BY 1, 2, 3, 4, 5, 6`,
+      params: [tenantId, month],
+    },
+  ];
 }

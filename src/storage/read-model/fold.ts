@@ -1,4 +1,5 @@
 import type { ScriptStatement } from '../db.js';
+import { MONTH_HOURS } from './tables.js';
 
 // The read model's fold (docs/read-model.md): the rows of one slice of transaction ids into the
 // derived tables, inside the slice's transaction, so that each row is folded exactly once. The
@@ -86,6 +87,13 @@ const EVENTS = `
     INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen, hours)
     SELECT g.tenant_id, g.day, i.actor, g.product_id, g.account_id, g.license_id, g.version, g.events, false, i.os, i.runtime, i.locale, g.first_seen, g.last_seen, g.hours
       FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id),
+  -- The same actor days as month masks: hour k of day d sets bit d − 1 of hk (several delta rows of a key are OR'd by readers and compaction).
+  months AS (
+    INSERT INTO rm_actor_months (tenant_id, month, actor_id, product_id, account_id, license_id, ${MONTH_HOURS.join(', ')})
+    SELECT g.tenant_id, date_trunc('month', g.day)::date, i.actor, g.product_id, g.account_id, g.license_id,
+           ${MONTH_HOURS.map((_, k) => `bit_or(g.bit * (g.hours >> ${k} & 1))`).join(', ')}
+      FROM (SELECT g.*, 1 << (extract(day FROM g.day)::int - 1) AS bit FROM g) g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id
+     GROUP BY 1, 2, 3, 4, 5, 6),
   firsts AS (
     INSERT INTO rm_actor_first (tenant_id, actor_id, product_id, first_seen)
     SELECT DISTINCT ON (g.tenant_id, i.actor) g.tenant_id, i.actor, g.product_id, g.first_seen
@@ -179,6 +187,9 @@ const LINKS_ACTOR_DAYS = `
   SELECT DISTINCT tenant_id FROM m`;
 
 const LINKS_OTHERS = [
+  `WITH ${LINKS}, m AS (DELETE FROM rm_actor_months d USING l WHERE d.tenant_id = l.tenant_id AND d.actor_id = l.a RETURNING d.*, l.i)
+   INSERT INTO rm_actor_months (tenant_id, month, actor_id, product_id, account_id, license_id, ${MONTH_HOURS.join(', ')})
+   SELECT tenant_id, month, i, product_id, account_id, license_id, ${MONTH_HOURS.join(', ')} FROM m`,
   `WITH ${LINKS}, m AS (DELETE FROM rm_actor_first f USING l WHERE f.tenant_id = l.tenant_id AND f.actor_id = l.a RETURNING f.tenant_id, l.i, f.product_id, f.first_seen)
    INSERT INTO rm_actor_first AS f (tenant_id, actor_id, product_id, first_seen)
    SELECT DISTINCT ON (1, 2) tenant_id, i, product_id, first_seen FROM m ORDER BY 1, 2, first_seen

@@ -5,7 +5,11 @@ export const DERIVED_TABLES = [
   'rm_usage_days',
   'rm_feature_days',
   'rm_actor_days',
+  'rm_actor_months',
   'rm_actor_first',
   'rm_actor_event_first',
   'rm_sessions',
 ] as const;
+
+/** rm_actor_months' hour columns h0…h23 (bit d − 1 of hk: an event in UTC hour k of day d of the month). */
+export const MONTH_HOURS = Array.from({ length: 24 }, (_, k) => `h${k}`);
