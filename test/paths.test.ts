@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDb } from '../src/storage/db.js';
-import { createProduct, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createProduct, event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -32,11 +32,11 @@ describe('paths', () => {
       e('anon-4', 'open', 0),
     ];
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-    const link = await t.app.inject({
-      method: 'POST',
-      url: '/v1/actors/identify',
-      headers: { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' },
-      payload: { anonymous_actor_id: 'anon-4', identified_actor_id: 'user-4', product: 'app', product_version: '1.0.0' },
+    const link = await post(t.app, tenant.ingestKey, '/v1/actors/identify', {
+      anonymous_actor_id: 'anon-4',
+      identified_actor_id: 'user-4',
+      product: 'app',
+      product_version: '1.0.0',
     });
     assert.equal(link.statusCode, 200);
     assert.equal((await postEvents(t.app, tenant.ingestKey, [e('user-4', 'search', 1), e('user-4', 'view', 2)])).statusCode, 200);
@@ -91,11 +91,11 @@ describe('paths', () => {
       { ...e('p8', 'view', 1), event_id: id(11) },
     ];
     assert.equal((await postEvents(t.app, own.ingestKey, batch)).statusCode, 200);
-    const link = await t.app.inject({
-      method: 'POST',
-      url: '/v1/actors/identify',
-      headers: { authorization: `Bearer ${own.ingestKey}`, 'content-type': 'application/json' },
-      payload: { anonymous_actor_id: 'anon-7', identified_actor_id: 'user-7', product: 'app', product_version: '1.0.0' },
+    const link = await post(t.app, own.ingestKey, '/v1/actors/identify', {
+      anonymous_actor_id: 'anon-7',
+      identified_actor_id: 'user-7',
+      product: 'app',
+      product_version: '1.0.0',
     });
     assert.equal(link.statusCode, 200);
     const ask = async (qs: string) => {
