@@ -5,7 +5,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-// @ts-expect-error -- a plain .mjs build script, without type declarations
 import { buildBrowserBundle } from '../scripts/build.mjs';
 import { launchChromium, skipWithoutChromium as skip, startSite, type Site } from './helpers/browser.js';
 import { rows, startServer, storedEventIds, tenant, waitFor, type RunningServer } from './helpers/server.js';

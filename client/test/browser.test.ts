@@ -8,7 +8,6 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-// @ts-expect-error -- a plain .mjs build script, without type declarations
 import { buildBrowserBundle } from '../scripts/build.mjs';
 import { rows, sessions, startServer, storedEventIds, tenant, type RunningServer } from './helpers/server.js';
 
