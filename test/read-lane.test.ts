@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Db, Queryable } from '../src/storage/db.js';
+import { MAX_PASSED } from '../src/storage/embedded/write-queue.mjs';
 import { inReadLane, isReadLane } from '../src/storage/read-lane.js';
 import { event, get, openTestDb, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
@@ -75,4 +76,30 @@ test('on the embedded store a write waits for the read running, not for the read
   const write = store.write('INSERT INTO lane_probe VALUES (1)').then(() => order.push('write'));
   await Promise.all([...reads, write]);
   assert.ok(order.indexOf('write') <= 1, `the write ran after at most the read that was running: ${order.join(', ')}`);
+});
+
+test(`on the embedded store a small write passes big ones queued before it, but passes one at most ${MAX_PASSED} times`, async (ctx) => {
+  if (store.kind !== 'pglite') return ctx.skip('the lanes are the embedded store’s');
+  await store.query('CREATE TEMP TABLE IF NOT EXISTS lane_probe (n int)');
+  const order: string[] = [];
+  // Big by its parameters, as a 1000-event batch's JSON is, and slow enough for the rest to queue behind the first.
+  const pad = 'x'.repeat(400_000);
+  const big = (i: number) =>
+    store.write('INSERT INTO lane_probe SELECT count(*) FROM generate_series(1, 300000) WHERE length($1::text) > 0', [pad]).then(() => order.push(`big ${i}`));
+  const small = (i: number) => store.write('INSERT INTO lane_probe VALUES ($1)', [i]).then(() => order.push(`small ${i}`));
+  await Promise.all([big(1), big(2), big(3), ...[1, 2, 3, 4, 5, 6].map(small)]);
+  // big 1 was running when the rest came (or, if the store was busy, waiting with them): small
+  // ones pass the big ones waiting, each big one at most MAX_PASSED times; equal ones keep their order.
+  const at = (name: string) => order.indexOf(name);
+  assert.ok(at('small 1') < at('big 2'), `a small write passed the big ones waiting: ${order.join(', ')}`);
+  assert.deepEqual(
+    order.filter((o) => o.startsWith('big')),
+    ['big 1', 'big 2', 'big 3'],
+  );
+  for (const b of ['big 1', 'big 2', 'big 3'])
+    assert.ok(order.slice(0, at(b)).filter((o) => o.startsWith('small')).length <= MAX_PASSED, `${b} passed at most ${MAX_PASSED} times: ${order.join(', ')}`);
+  assert.deepEqual(
+    order.filter((o) => o.startsWith('small')),
+    [1, 2, 3, 4, 5, 6].map((i) => `small ${i}`),
+  );
 });

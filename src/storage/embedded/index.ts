@@ -102,7 +102,7 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; cat
     exec: (sql) => lanes.exclusive(() => direct.exec(sql)),
     tx: (fn) => inTransaction(lanes.exclusive, fn),
     async write<T>(sql: string, params?: unknown[]) {
-      // The worker runs a batch's write after the short statements waiting (worker.mjs).
+      // The worker runs a batch's write after the short statements waiting, smaller writes first (worker.mjs).
       const rows = await lanes.statement(async () => (await rpc.call('write', sql, params)) as T[]);
       await durability.syncWal();
       return rows;
@@ -117,8 +117,8 @@ export async function openEmbedded(opts: EmbeddedOptions): Promise<{ db: Db; cat
         // A derived transaction does not wait for the WAL's fsync (store.ts): waiting (100 to 400 ms
         // under load) left the rollup job a tenth of the connection at saturation.
         tx: (body, opts) => inTransaction(lanes.jobExclusive, body, !opts?.derived),
-        // One message: the worker runs the whole transaction (worker.mjs), behind the batches'
-        // writes already sent and before those sent after it.
+        // One message: the worker runs the whole transaction (worker.mjs), in the write lane,
+        // where smaller messages (batches' writes) may pass it, at most MAX_PASSED of them (write-queue.mjs).
         async script(statements, opts) {
           const result = await lanes.jobScript(async () => (await rpc.call('script', undefined, undefined, statements)) as ScriptResult);
           if (!opts?.derived) await durability.syncWal();

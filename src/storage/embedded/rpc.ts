@@ -5,7 +5,7 @@ import type { StoreLog } from '../store.js';
 
 // Messages to and from the worker thread that runs PGlite (worker.mjs). Each message carries an id;
 // its answer resolves or rejects the promise waiting under that id. The worker runs what it was sent
-// in order (with two lanes: see worker.mjs), so statements sent back to back are pipelined.
+// in order within its lanes (worker.mjs), so statements sent back to back are pipelined.
 
 /**
  * What the worker runs: one statement (a look-up, a read of the read lane, a batch's write), several

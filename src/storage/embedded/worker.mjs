@@ -7,6 +7,7 @@ import { setImmediate } from 'node:timers';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { runScript } from '../script.mjs';
+import { createWriteQueue } from './write-queue.mjs';
 
 /** @type {{ dataDir?: string, syncOnCommit: boolean, sharedBuffersMb: number }} */
 const { dataDir, syncOnCommit, sharedBuffersMb } = workerData;
@@ -65,20 +66,21 @@ async function handle(msg) {
 }
 
 // Messages run one at a time, in three lanes. A batch's write ('write', and a background job's
-// step sent as one 'script', in order with them) waits while any short
-// statement is waiting, so that a request's look-ups (its key, its catalog) wait for at most the
-// statement running, not for every batch queued ahead of them; but at most LOOKUPS_AHEAD of them
-// pass a waiting write, so that a stream of them cannot starve ingestion. A read of the read lane
-// ('read': a report, a funnel, the explorer; src/storage/read-lane.ts) may be long, so it waits
-// behind both, and a write waits for at most the one read running; one read goes after every
-// WRITES_AHEAD writes, so that saturating ingestion cannot starve the reads either. A
-// transaction's statements come one at a time (index.ts sends the next only after the answer), so
-// they never overtake each other.
+// step sent as one 'script') waits while any short statement is waiting, so that a request's
+// look-ups (its key, its catalog) wait for at most the statement running, not for every batch
+// queued ahead of them; but at most LOOKUPS_AHEAD of them pass a waiting write, so that a stream of
+// them cannot starve ingestion. Among themselves, writes and scripts go smallest first, a small
+// batch passing big ones and the job's steps, at most MAX_PASSED times each (write-queue.mjs). A
+// read of the read lane ('read': a report, a funnel, the explorer; src/storage/read-lane.ts) may
+// be long, so it waits behind both, and a write waits for at most the one read running; one read
+// goes after every WRITES_AHEAD writes, so that saturating ingestion cannot starve the reads
+// either. A transaction's statements come one at a time (index.ts sends the next only after the
+// answer), so they never overtake each other.
 /** @typedef {{ id: number, op: string, sql?: string, params?: unknown[], statements?: import('../script.mjs').ScriptStatement[] }} Message */
 /** @type {Message[]} */
 const first = [];
-/** @type {Message[]} */
-const later = [];
+/** @type {ReturnType<typeof createWriteQueue<Message>>} */
+const later = createWriteQueue();
 /** @type {Message[]} */
 const reads = [];
 let running = false;
@@ -96,7 +98,7 @@ function pick() {
   passed = 0;
   if (later.length > 0 && (reads.length === 0 || written < WRITES_AHEAD)) {
     written = reads.length === 0 ? 0 : written + 1;
-    return later.shift();
+    return later.take();
   }
   written = 0;
   return reads.shift();
@@ -122,7 +124,8 @@ async function drain() {
 }
 
 port.on('message', (/** @type {Message} */ msg) => {
-  (msg.op === 'write' || msg.op === 'script' ? later : msg.op === 'read' ? reads : first).push(msg);
+  if (msg.op === 'write' || msg.op === 'script') later.push(msg);
+  else (msg.op === 'read' ? reads : first).push(msg);
   if (!running) void drain();
 });
 
