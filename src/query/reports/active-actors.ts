@@ -3,7 +3,7 @@ import type { Queryable } from '../../storage/db.js';
 import { checkBuckets, FilterProps, head, Params, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { DAY_MS } from '../scope.js';
 import { actorDays, localActorMonths } from './actor-days.js';
-import { bucketStart } from './buckets.js';
+import { bucketStart, eachWordBit, WORD_DAYS as WORD, wordsText } from './buckets.js';
 
 // Active actors (docs/reports.md): distinct actors per interval; DAU, WAU and MAU per day, rolling
 // (the 1, 7 and 30 local days ending that day) and exact; stickiness (DAU/MAU, and how many days
@@ -17,7 +17,6 @@ export type ActiveActorsParams = Static<typeof ActiveActorsQuery>;
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000);
 
 /** Days per 64-bit word of an actor's mask (bit 63, the sign, unused). */
-const WORD = 63;
 type Interval = 'day' | 'week' | 'month';
 const ms = (day: string) => Date.parse(`${day}T00:00:00Z`);
 const iso = (t: number) => new Date(t).toISOString().slice(0, 10);
@@ -58,7 +57,7 @@ async function period(q: Queryable, f: Filters) {
   }
   const rows = await q.query<{ w: string; first: string | null; n: string }>(
     `WITH m AS (${m})
-     SELECT concat_ws(',', ${words.map((w) => `m.w${w} & 4294967295, m.w${w} >> 32`).join(', ')}) AS w,
+     SELECT ${wordsText('m', words.length)} AS w,
             to_char(date_trunc('${i}', f.first_seen AT TIME ZONE ${sql.p(s.tz)}), 'YYYY-MM-DD') AS first, count(*) AS n
        FROM m LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.p(s.tenantId)} AND f.actor_id = m.actor
       GROUP BY 1, 2`,
@@ -85,14 +84,10 @@ async function period(q: Queryable, f: Filters) {
   const on = new Uint8Array(span);
   const inBucket = new Uint8Array(labels.length); // active in the bucket (the days before the range too, for lifecycle)
   const within = new Int32Array(labels.length); // active days in the bucket within the range
-  const setBits = (bits: number, offset: number) => {
-    for (let x = bits; x !== 0; x &= x - 1) on[offset + 31 - Math.clz32(x & -x)] = 1;
-  };
   for (const r of rows) {
     const n = Number(r.n);
     on.fill(0);
-    // Each word as its low and high 32 bits, in decimal.
-    r.w.split(',').forEach((half, h) => setBits(Number(half), (h >> 1) * WORD + (h & 1) * 32));
+    eachWordBit(r.w, (d) => (on[d] = 1));
     inBucket.fill(0);
     within.fill(0);
     // One pass over the days: the last active day so far decides the rolling windows.

@@ -1,6 +1,7 @@
 import { validationError } from '../../errors.js';
 import { ACTOR, Params, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { eachBit, WORD_DAYS } from './buckets.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -180,13 +181,12 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
     byMonth((t) => {
       // The term's days that land in word n (local days 63n … 63n + 62), then shifted into place.
       let days = 0;
-      for (let x = t.days; x !== 0; x &= x - 1) {
-        const bit = 31 - Math.clz32(x & -x);
-        const at = t.shift + bit - 63 * n;
-        if (at >= 0 && at < 63) days |= 1 << bit;
-      }
+      eachBit(t.days, (bit) => {
+        const at = t.shift + bit - WORD_DAYS * n;
+        if (at >= 0 && at < WORD_DAYS) days |= 1 << bit;
+      });
       if (days === 0) return undefined;
-      const by = t.shift - 63 * n;
+      const by = t.shift - WORD_DAYS * n;
       return `(${termDays(t, days)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
     }, '0::bigint');
   return {
@@ -212,12 +212,11 @@ export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, 
       .flatMap((t) => {
         const byBucket = new Map<number, number>();
         const shifts = new Set<number>();
-        for (let x = t.days; x !== 0; x &= x - 1) {
-          const bit = 31 - Math.clz32(x & -x);
+        eachBit(t.days, (bit) => {
           const b = bucketOf(t.shift + bit);
           byBucket.set(b, (byBucket.get(b) ?? 0) | (1 << bit));
           shifts.add(b - bit);
-        }
+        });
         if (shifts.size === 1) {
           const by = [...shifts][0]!;
           return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];

@@ -7,6 +7,30 @@ import { DAY_MS, type Ymd } from '../scope.js';
 
 const MAX_MASK_BUCKETS = 63;
 
+/** Days per bigint word of a day mask (bit 63 is the sign). */
+export const WORD_DAYS = 63;
+
+/** Calls `fn` with the number of each set bit of a 32-bit integer, lowest first. */
+export function eachBit(x: number, fn: (bit: number) => void): void {
+  for (let y = x; y !== 0; y &= y - 1) fn(31 - Math.clz32(y & -y));
+}
+
+/**
+ * SQL: 63-day bigint words `<alias>.w0 …` as one text of their low and high 32-bit halves in
+ * decimal (a JS number holds 32 bits exactly, not 63), for `eachWordBit`.
+ */
+export function wordsText(alias: string, words: number): string {
+  return `concat_ws(',', ${Array.from({ length: words }, (_, w) => `${alias}.w${w} & 4294967295, ${alias}.w${w} >> 32`).join(', ')})`;
+}
+
+/** Calls `fn` with each set bit of a `wordsText` value: bit n of word w is day 63·w + n. */
+export function eachWordBit(text: string, fn: (day: number) => void): void {
+  text.split(',').forEach((half, h) => {
+    const at = (h >> 1) * WORD_DAYS + (h & 1) * 32;
+    eachBit(Number(half), (bit) => fn(at + bit));
+  });
+}
+
 export interface BucketIndex {
   /** A local day's bucket number (0: the bucket of the range's first day). */
   of(day: string): string;

@@ -8,7 +8,7 @@ import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccou
 import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
-import { bucketIndex, bucketLabels, bucketStart } from './buckets.js';
+import { bucketIndex, bucketLabels, bucketStart, eachWordBit, wordsText } from './buckets.js';
 
 // Versions of one product (docs/reports.md): adoption over time (actors per version per interval,
 // an actor counted under the version it ended each day on), the share of the range's actors on
@@ -199,12 +199,11 @@ async function accountsFromMonths(q: Queryable, f: Filters, first: Ymd, last: Ym
   const months = localActorMonths(f, sql, first, last, Math.ceil(span / 63));
   if (!months) return undefined;
   const words = months.words.map((x, w) => `bit_or(${x}) AS w${w}`).join(', ');
-  const text = months.words.map((_, w) => `m.w${w} & 4294967295, m.w${w} >> 32`).join(', ');
   const rows = await q.query<{ kind: 'a' | 'l'; w: string; n: string }>(
     `WITH r AS MATERIALIZED (SELECT a.* FROM ${months.from} AND ${months.any}),
           m AS (SELECT 'a' AS kind, ${words} FROM r a WHERE a.account_id <> '' GROUP BY a.account_id
                 UNION ALL SELECT 'l', ${words} FROM r a WHERE a.license_id <> '' GROUP BY a.license_id)
-     SELECT kind, concat_ws(',', ${text}) AS w, count(*) AS n FROM m GROUP BY 1, 2`,
+     SELECT kind, ${wordsText('m', months.words.length)} AS w, count(*) AS n FROM m GROUP BY 1, 2`,
     sql.values,
   );
   const index = new Map(labels.map((b, k) => [b, k]));
@@ -213,11 +212,9 @@ async function accountsFromMonths(q: Queryable, f: Filters, first: Ymd, last: Ym
   const hit = new Uint8Array(labels.length);
   for (const r of rows) {
     hit.fill(0);
-    r.w.split(',').forEach((half, h) => {
-      for (let x = Number(half); x !== 0; x &= x - 1) {
-        const b = dayBucket[(h >> 1) * 63 + (h & 1) * 32 + 31 - Math.clz32(x & -x)];
-        if (b !== undefined && b >= 0) hit[b] = 1;
-      }
+    eachWordBit(r.w, (d) => {
+      const b = dayBucket[d];
+      if (b !== undefined && b >= 0) hit[b] = 1;
     });
     hit.forEach((on, b) => on && (counts[r.kind][b]! += Number(r.n)));
   }
