@@ -1,6 +1,8 @@
 // The event explorer, its NDJSON and CSV export, and CSV on reports, over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
 import { createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -129,6 +131,49 @@ describe('GET /v1/events', () => {
     assert.equal(times.length, 5010);
     assert.equal(new Set(times).size, 5010);
     assert.ok(times.every((x, i) => i === 0 || x < times[i - 1]!));
+  });
+});
+
+describe('GET /v1/events with a version or name filter (the hourly counts bound the walk)', () => {
+  const silent = { warn() {}, info() {}, error() {} } as never;
+  const fold = async () => {
+    const jobs = startJobs(t.db, [rollupJob(60)], silent);
+    assert.equal(await jobs.runOnce('rollups'), true);
+    await jobs.stop();
+  };
+
+  it('finds events the read model has folded and those it has not, page by page', async () => {
+    const own = await tenantWithProduct(t.app, 'business');
+    const ev = (timestamp: string, product_version: string, name = 'open') => event({ timestamp, product_version, name, actor_id: 'u' });
+    // Folded: 1.0.0 at 10:00 and 11:30 on Apr 1; 2.0.0 on Apr 2 and 3.
+    const folded = [ev('2026-04-01T10:00:00.000Z', '1.0.0'), ev('2026-04-01T11:30:00.000Z', '1.0.0'), ev('2026-04-02T09:00:00.000Z', '2.0.0')];
+    assert.equal((await postEvents(t.app, own.ingestKey, [...folded, ev('2026-04-03T09:00:00.000Z', '2.0.0', 'save')])).statusCode, 200);
+    await fold();
+    // Not folded yet: 1.0.0 events after its last folded hour and before its first one.
+    const late = [ev('2026-04-03T12:00:00.000Z', '1.0.0'), ev('2026-04-01T08:59:59.999Z', '1.0.0'), ev('2026-04-01T12:00:00.000Z', '1.0.0', 'save')];
+    assert.equal((await postEvents(t.app, own.ingestKey, late)).statusCode, 200);
+    const list = async (filter: string, range = RANGE) => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await get(t.app, own.adminKey, `/v1/events?${range}${filter}&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(res.statusCode, 200, res.body);
+        seen.push(...res.json().data.map((e: { occurred_at: string }) => e.occurred_at));
+        cursor = res.json().next_cursor;
+      } while (cursor);
+      return seen;
+    };
+    const expect = async () => {
+      const v1 = ['2026-04-03T12:00:00.000Z', '2026-04-01T12:00:00.000Z', '2026-04-01T11:30:00.000Z', '2026-04-01T10:00:00.000Z', '2026-04-01T08:59:59.999Z'];
+      assert.deepEqual(await list('&product=app&version=1.0.0'), v1);
+      assert.deepEqual(await list('&product=app&version=1.0.0&name=save'), ['2026-04-01T12:00:00.000Z']);
+      assert.deepEqual(await list('&name=save'), ['2026-04-03T09:00:00.000Z', '2026-04-01T12:00:00.000Z']);
+      assert.deepEqual(await list('&product=app&version=9.9.9'), []);
+      assert.deepEqual(await list('&product=app&version=1.0.0', 'from=2026-04-02&to=2026-04-03'), []);
+    };
+    await expect();
+    await fold();
+    await expect();
   });
 });
 
