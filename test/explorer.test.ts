@@ -134,7 +134,7 @@ describe('GET /v1/events', () => {
   });
 });
 
-describe('GET /v1/events with a version or name filter (the hourly counts bound the walk)', () => {
+describe('GET /v1/events with a version filter (the hourly counts bound the walk)', () => {
   const silent = { warn() {}, info() {}, error() {} } as never;
   const fold = async () => {
     const jobs = startJobs(t.db, [rollupJob(60)], silent);
