@@ -481,6 +481,26 @@ async function main(): Promise<void> {
   }
   // --rollups: the same load on a server whose rollup job runs at its default interval; the events sent so far are its backlog.
   const on = opt.rollups ? await rollupsPhase() : undefined;
+  // Then the job off again, the same runs on the table as big as the rollups phase left it: the off runs above wrote
+  // into a table that started empty (their rate falls run by run as it grows), so their median flatters "off".
+  const offAfter = on ? await offAfterPhase(on.seconds) : undefined;
+  async function offAfterPhase(seconds: number) {
+    server.removeAllListeners('exit');
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+    server = startServer(false);
+    await waitReady();
+    const rates: number[] = [];
+    for (let run = 1; run <= RUNS; run++) {
+      const cpu = cpuMeter(server.pid!);
+      const h = await closedLoop(CONCURRENCY, seconds, sendBig);
+      counted += h.events;
+      rates.push(h.events / h.seconds);
+      console.log(`off-after run ${run}: http ${r0(h.events / h.seconds)} events/s (${cpu()})`);
+    }
+    return rates;
+  }
   async function foldedEvents(tenantId: string): Promise<number> {
     const db = STORE === 'postgres' ? raw : await openDb({ dataDir: join(tmp, 'server'), syncOnCommit: false });
     try {
@@ -522,7 +542,7 @@ async function main(): Promise<void> {
     // Caught up: the first sample whose lag is younger than the phase, i.e. the backlog is visible.
     const caughtUp = samples.findIndex((x) => x.lag < x.at);
     const steady = caughtUp < 0 ? [] : samples.slice(caughtUp).map((x) => x.lag);
-    return { rates, probes, steady, catchUp: caughtUp < 0 ? null : samples[caughtUp]!.at, backlog };
+    return { rates, probes, steady, catchUp: caughtUp < 0 ? null : samples[caughtUp]!.at, backlog, seconds };
   }
   counted += probed;
 
@@ -561,6 +581,10 @@ async function main(): Promise<void> {
   const readModel = on && {
     events_per_s_rollups: r0(median(on.rates)),
     read_model_ratio: Number((median(on.rates) / events).toFixed(3)),
+    ...(offAfter && {
+      events_per_s_off_after: r0(median(offAfter)),
+      read_model_ratio_off_after: Number((median(on.rates) / median(offAfter)).toFixed(3)),
+    }),
     read_model_lag_p99_s: on.steady.length ? Number(pct(on.steady, 99).toFixed(1)) : null,
     read_model_lag_max_s: on.steady.length ? Number(Math.max(...on.steady).toFixed(1)) : null,
     read_model_catch_up_s: on.catchUp === null ? null : Number(on.catchUp.toFixed(1)),
@@ -576,7 +600,7 @@ async function main(): Promise<void> {
   };
   if (on)
     console.log(
-      `rollups: http ${on.rates.map(r0).join(', ')} → ${r0(median(on.rates))} vs ${r0(events)} off; backlog ${on.backlog} visible after ${on.catchUp ?? 'never'} s; steady lag samples ${on.steady.map((x) => x.toFixed(0)).join(' ')}`,
+      `rollups: http ${on.rates.map(r0).join(', ')} → ${r0(median(on.rates))} vs ${r0(events)} off before, ${offAfter?.map(r0).join(', ')} → ${r0(median(offAfter ?? []))} off after; backlog ${on.backlog} visible after ${on.catchUp ?? 'never'} s; steady lag samples ${on.steady.map((x) => x.toFixed(0)).join(' ')}`,
     );
   console.log(
     JSON.stringify({
