@@ -479,25 +479,33 @@ async function main(): Promise<void> {
       await pool.end();
     }
   }
+  /** The server stopped and started again, with its rollup job on or off. */
+  async function restart(rollups: boolean) {
+    server.removeAllListeners('exit');
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+    server = startServer(rollups);
+    await waitReady();
+  }
   // --rollups: the same load on a server whose rollup job runs at its default interval; the events sent so far are its backlog.
   const on = opt.rollups ? await rollupsPhase() : undefined;
   // Then the job off again, the same runs on the table as big as the rollups phase left it: the off runs above wrote
   // into a table that started empty (their rate falls run by run as it grows), so their median flatters "off".
   const offAfter = on ? await offAfterPhase(on.seconds) : undefined;
   async function offAfterPhase(seconds: number) {
-    server.removeAllListeners('exit');
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-    server = startServer(false);
-    await waitReady();
+    await restart(false);
+    return bigRuns('off-after', seconds);
+  }
+  /** RUNS runs of `seconds` of 1000-event batches from CONCURRENCY senders: their rates. */
+  async function bigRuns(name: string, seconds: number): Promise<number[]> {
     const rates: number[] = [];
     for (let run = 1; run <= RUNS; run++) {
       const cpu = cpuMeter(server.pid!);
       const h = await closedLoop(CONCURRENCY, seconds, sendBig);
       counted += h.events;
       rates.push(h.events / h.seconds);
-      console.log(`off-after run ${run}: http ${r0(h.events / h.seconds)} events/s (${cpu()})`);
+      console.log(`${name} run ${run}: http ${r0(h.events / h.seconds)} events/s (p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${cpu()})`);
     }
     return rates;
   }
@@ -515,12 +523,7 @@ async function main(): Promise<void> {
     }
   }
   async function rollupsPhase() {
-    server.removeAllListeners('exit');
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-    server = startServer(true);
-    await waitReady();
+    await restart(true);
     const backlog = acked;
     const seconds = Number(opt['rollups-duration']) / RUNS;
     console.log(
@@ -529,14 +532,7 @@ async function main(): Promise<void> {
     const visible = async () => (await api<{ events: { total: number } }>('GET', '/v1/accounts/coverage', adminKey)).events.total;
     const stopLag = sampleLag(tracker, visible, () => acked);
     const stopProbe = probe(sendProbe);
-    const rates: number[] = [];
-    for (let run = 1; run <= RUNS; run++) {
-      const cpu = cpuMeter(server.pid!);
-      const h = await closedLoop(CONCURRENCY, seconds, sendBig);
-      counted += h.events;
-      rates.push(h.events / h.seconds);
-      console.log(`rollups run ${run}: http ${r0(h.events / h.seconds)} events/s (p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${cpu()})`);
-    }
+    const rates = await bigRuns('rollups', seconds);
     const probes = await stopProbe();
     const samples = await stopLag();
     // Caught up: the first sample whose lag is younger than the phase, i.e. the backlog is visible.
