@@ -2,6 +2,7 @@
 // (PGlite, or PostgreSQL at TEST_DATABASE_URL); nothing is faked. Each test names its line.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
@@ -53,5 +54,49 @@ describe('CONTRACT.md, Accounts and licenses: "?limit= (default 50, max 500) …
       assert.equal(over.statusCode, 400, url);
       assert.equal(over.json().code, 'validation_error', url);
     }
+  });
+});
+
+describe('CONTRACT.md, Errors and Units: "Every non-2xx body is RFC 9457 problem details"; "when … the server is shutting down, the answer is 503 with Retry-After"', () => {
+  it('a request pipelined behind an in-flight one while the server closes gets 503 problem+json with Retry-After and the CORS headers', async () => {
+    const own = await startTestApp();
+    const tenant = await tenantWithProduct(own.app, 'business');
+    await own.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = own.app.server.address() as { port: number };
+    const body = JSON.stringify([event()]);
+    const head = `POST /v1/events HTTP/1.1\r\nHost: tally\r\nAuthorization: Bearer ${tenant.ingestKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d) => (received += d.toString()));
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    // The first request is in flight (its body not all sent) when the close begins; the second
+    // arrives on the same connection behind it.
+    socket.write(head + body.slice(0, 10));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const closing = own.app.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write(body.slice(10) + head + body);
+    await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    socket.destroy();
+    await closing;
+    await own.db.close();
+    const answers = received.split(/(?=HTTP\/1\.1 )/);
+    assert.equal(answers.length, 2, received);
+    assert.match(answers[0]!, /^HTTP\/1\.1 200 /, 'the in-flight request finishes');
+    const [rawHead, rawBody] = answers[1]!.split('\r\n\r\n');
+    assert.match(rawHead!, /^HTTP\/1\.1 503 /);
+    const headers = Object.fromEntries(
+      rawHead!
+        .split('\r\n')
+        .slice(1)
+        .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+    );
+    assert.match(headers['content-type']!, /^application\/problem\+json/);
+    assert.ok(Number(headers['retry-after']) >= 1, rawHead);
+    assert.equal(headers['access-control-allow-origin'], '*');
+    const problem = JSON.parse(rawBody!);
+    assert.equal(problem.status, 503);
+    assert.equal(typeof problem.code, 'string');
   });
 });
