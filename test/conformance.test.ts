@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -98,5 +98,31 @@ describe('CONTRACT.md, Errors and Units: "Every non-2xx body is RFC 9457 problem
     const problem = JSON.parse(rawBody!);
     assert.equal(problem.status, 503);
     assert.equal(typeof problem.code, 'string');
+  });
+});
+
+describe('CONTRACT.md, Query side: "Permission `read` for every query … `view_accounts` additionally for per-account and per-license answers"', () => {
+  it('GET /v1/exceptions takes a key with read; one with only manage_products or only view_accounts is 403 forbidden', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const keyWith = async (permissions: string[]) => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/admin/v1/tenants/${tenant.id}/keys`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { name: permissions.join('+'), permissions },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      return res.json().key as string;
+    };
+    assert.equal((await get(t.app, await keyWith(['read']), '/v1/exceptions')).statusCode, 200);
+    assert.equal((await get(t.app, await keyWith(['read', 'view_accounts']), '/v1/exceptions?account_id=acme')).statusCode, 200);
+    for (const permissions of [['manage_products'], ['view_accounts'], ['ingest']]) {
+      const key = await keyWith(permissions);
+      for (const url of ['/v1/exceptions', '/v1/exceptions?account_id=acme']) {
+        const res = await get(t.app, key, url);
+        assert.equal(res.statusCode, 403, `${permissions} ${url}`);
+        assert.equal(res.json().code, 'forbidden');
+      }
+    }
   });
 });
