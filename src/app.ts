@@ -152,8 +152,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     try {
       done(null, JSON.parse(body as string));
     } catch {
-      const code = request.routeOptions.url === '/v1/events' ? 'invalid_batch' : 'validation_error';
-      done(new AppError(400, code, 'the body is not valid JSON'), undefined);
+      // A batch's 400 is invalid_batch; elsewhere validation_error, with the field it names (CONTRACT.md).
+      const batch = request.routeOptions.url === '/v1/events';
+      done(
+        new AppError(400, batch ? 'invalid_batch' : 'validation_error', 'the body is not valid JSON', {
+          ...(batch ? {} : { errors: [{ field: 'body', message: 'is not valid JSON' }] }),
+        }),
+        undefined,
+      );
     }
   });
 

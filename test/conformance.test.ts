@@ -126,3 +126,23 @@ describe('CONTRACT.md, Query side: "Permission `read` for every query … `view_
     }
   });
 });
+
+describe('CONTRACT.md, Errors: "Validation errors add `errors: [{ field, message }]`"', () => {
+  it('a body that is not JSON, or empty, is 400 validation_error with errors naming body (management and query routes)', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const send = (url: string, payload: string) =>
+      t.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${tenant.adminKey}`, 'content-type': 'application/json' }, payload });
+    for (const url of ['/v1/version-registrations', '/v1/products', '/v1/funnels', '/v1/segments']) {
+      for (const payload of ['{"product": "app",', 'not json', '']) {
+        const res = await send(url, payload);
+        assert.equal(res.statusCode, 400, `${url} ${JSON.stringify(payload)}`);
+        assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+        const body = res.json();
+        assert.equal(body.code, 'validation_error');
+        assert.ok(Array.isArray(body.errors) && body.errors.length > 0, `${url} ${JSON.stringify(payload)}: ${res.body}`);
+        assert.equal(body.errors[0].field, 'body');
+        assert.equal(typeof body.errors[0].message, 'string');
+      }
+    }
+  });
+});
