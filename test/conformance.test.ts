@@ -146,3 +146,68 @@ describe('CONTRACT.md, Errors: "Validation errors add `errors: [{ field, message
     }
   });
 });
+
+describe('SPEC.md, Limits: "properties | 20 keys; key 64 chars; value 256 chars | event, session"', () => {
+  it('a session start takes 20 keys, a 64-char key and a 256-char value; 21 keys, 65, 257 or a nested value are 422', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const start = (properties: unknown) =>
+      post(t.app, tenant.ingestKey, '/v1/events/sessions', {
+        session_id: crypto.randomUUID(),
+        actor_id: 'a',
+        product: 'app',
+        product_version: '1.0',
+        started_at: new Date(Date.now() - HOUR).toISOString(),
+        properties,
+      });
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+    for (const ok of [keys(20), { ['é'.repeat(64)]: 'v' }, { k: '中'.repeat(256) }])
+      assert.equal((await start(ok)).statusCode, 200, JSON.stringify(ok).slice(0, 80));
+    for (const bad of [keys(21), { ['é'.repeat(65)]: 'v' }, { k: '中'.repeat(257) }, { k: { nested: 1 } }, { k: [1] }]) {
+      const res = await start(bad);
+      assert.equal(res.statusCode, 422, JSON.stringify(bad).slice(0, 80));
+      assert.equal(res.json().errors[0].field.split('.')[0], 'properties');
+    }
+  });
+});
+
+describe('SPEC.md, Strict-mode rejection per endpoint: an archived version ("its status is not `active`") on sessions, exceptions, identify', () => {
+  it('is 422 UNREGISTERED_VERSION on each; set active again, it is accepted', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const version = (await post(t.app, tenant.adminKey, '/v1/version-registrations', { product: 'app', product_version: '1.0' })).json();
+    const patch = (url: string, payload: object) => t.app.inject({ method: 'PATCH', url, headers: { authorization: `Bearer ${tenant.adminKey}` }, payload });
+    assert.equal((await patch('/v1/products/app', { strict_versions_enabled: true })).statusCode, 200);
+    const at = new Date(Date.now() - HOUR).toISOString();
+    const send = () => [
+      post(t.app, tenant.ingestKey, '/v1/events/sessions', {
+        session_id: crypto.randomUUID(),
+        actor_id: 'a',
+        product: 'app',
+        product_version: '1.0',
+        started_at: at,
+      }),
+      post(t.app, tenant.ingestKey, '/v1/events/exceptions', {
+        exception_id: crypto.randomUUID(),
+        exception_type: 'E',
+        severity: 'fatal',
+        occurred_at: at,
+        actor_id: 'a',
+        product: 'app',
+        product_version: '1.0',
+      }),
+      post(t.app, tenant.ingestKey, '/v1/actors/identify', {
+        anonymous_actor_id: crypto.randomUUID(),
+        identified_actor_id: 'u',
+        identified_at: at,
+        product: 'app',
+        product_version: '1.0',
+      }),
+    ];
+    assert.equal((await patch(`/v1/products/app/versions/${version.id}`, { status: 'archived' })).statusCode, 200);
+    for (const res of await Promise.all(send())) {
+      assert.equal(res.statusCode, 422, res.body);
+      assert.equal(res.json().code, 'UNREGISTERED_VERSION');
+    }
+    assert.equal((await patch(`/v1/products/app/versions/${version.id}`, { status: 'active' })).statusCode, 200);
+    for (const res of await Promise.all(send())) assert.equal(res.statusCode, 200, res.body);
+  });
+});
