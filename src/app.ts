@@ -12,6 +12,7 @@ import { LIMITS } from './domain/record-rules.js';
 import type { Db } from './storage/db.js';
 import { createEventIngest } from './ingest/pipeline.js';
 import type { App, AppContext } from './http/context.js';
+import { registerClosingRefusal } from './http/plugins/closing.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendProblem } from './http/plugins/errors.js';
 import { registerMetrics } from './http/plugins/metrics.js';
@@ -124,7 +125,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     connectionTimeout: 75_000,
     keepAliveTimeout: 72_000,
-    return503OnClosing: true,
+    // Requests that reach a closing server get problem+json with Retry-After (plugins/closing.ts).
+    return503OnClosing: false,
     // Fastify's own two lines per request are off: the access log (ACCESS_LOG) writes one, with
     // the route template and the tenant; errors and 5xx are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
@@ -150,8 +152,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     try {
       done(null, JSON.parse(body as string));
     } catch {
-      const code = request.routeOptions.url === '/v1/events' ? 'invalid_batch' : 'validation_error';
-      done(new AppError(400, code, 'the body is not valid JSON'), undefined);
+      // A batch's 400 is invalid_batch; elsewhere validation_error, with the field it names (CONTRACT.md).
+      const batch = request.routeOptions.url === '/v1/events';
+      done(
+        new AppError(400, batch ? 'invalid_batch' : 'validation_error', 'the body is not valid JSON', {
+          ...(batch ? {} : { errors: [{ field: 'body', message: 'is not valid JSON' }] }),
+        }),
+        undefined,
+      );
     }
   });
 
@@ -192,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   if (deps.config.accessLog) registerAccessLog(app);
   registerErrorHandling(app);
+  registerClosingRefusal(app);
   registerInputGuard(app);
   registerReadLane(app);
   await registerOverloadProtection(app, ctx);

@@ -68,7 +68,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return sendProblem(reply, 415, 'unsupported_media_type', 'send Content-Type: application/json');
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        return sendProblem(reply, 400, request.routeOptions.url === '/v1/events' ? 'invalid_batch' : 'validation_error', 'the body is empty');
+        if (request.routeOptions.url === '/v1/events') return sendProblem(reply, 400, 'invalid_batch', 'the body is empty');
+        return sendProblem(reply, 400, 'validation_error', 'the body is empty', { errors: [{ field: 'body', message: 'is empty' }] });
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendProblem(reply, 400, 'invalid_request', 'Content-Length does not match the body');
     }

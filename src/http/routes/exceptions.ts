@@ -15,7 +15,7 @@ export function exceptionRoutes(app: App, ctx: AppContext): void {
     '/v1/exceptions',
     {
       onRequest: [
-        requireKey(ctx.db, ['read', 'manage_products', 'view_accounts']),
+        requireKey(ctx.db, ['read']),
         // account_id / license_id filters are per-account answers: view_accounts, then the plan and account context.
         async (request: FastifyRequest) => {
           const q = request.query as Query;

@@ -16,7 +16,7 @@ export interface DrillPage {
 
 /** Sorted ids, paged after the cursor's id. */
 export function pageIds(ids: string[], p: DrillPage) {
-  const limit = p.limit ?? 100;
+  const limit = p.limit ?? 50;
   const after = cursorKey(p.cursor, ['text'])?.[0];
   const sorted = [...ids].sort();
   const rest = after === undefined ? sorted : sorted.filter((id) => id > after);

@@ -121,7 +121,7 @@ export async function segmentActorIds(
 
 export async function segmentActors(db: Db, tenant: Tenant, segmentId: string, p: { limit?: number | undefined; cursor?: string | undefined }, now: Date) {
   const echo = await rangeOf(db, tenant, segmentId, now);
-  const limit = p.limit ?? 100;
+  const limit = p.limit ?? 50;
   const ids = await segmentActorIds(db, tenant, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] });
   return {
     segment_id: segmentId,
