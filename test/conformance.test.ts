@@ -127,6 +127,29 @@ describe('CONTRACT.md, Query side: "Permission `read` for every query … `view_
   });
 });
 
+describe('CONTRACT.md, Query side: "`tz` (IANA name, default `UTC`) … every answer echoes … the time zone"', () => {
+  it('echoes a zone given in another case in its IANA spelling, and answers as for it', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const at = new Date(Date.now() - HOUR).toISOString();
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ timestamp: at })])).statusCode, 200);
+    const day = (ms: number) => new Date(Date.now() + ms).toISOString().slice(0, 10);
+    const range = `from=${day(-7 * 24 * HOUR)}&to=${day(2 * 24 * HOUR)}`;
+    for (const [given, echoed] of [
+      ['utc', 'UTC'],
+      ['europe/berlin', 'Europe/Berlin'],
+      ['AMERICA/NEW_YORK', 'America/New_York'],
+    ]) {
+      const res = await get(t.app, tenant.adminKey, `/v1/events?${range}&tz=${encodeURIComponent(given!)}`);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().tz, echoed);
+      assert.equal(res.json().data.length, 1);
+      const trends = await get(t.app, tenant.adminKey, `/v1/reports/trends?${range}&tz=${encodeURIComponent(given!)}`);
+      const canonical = await get(t.app, tenant.adminKey, `/v1/reports/trends?${range}&tz=${encodeURIComponent(echoed!)}`);
+      assert.deepEqual(trends.json(), canonical.json());
+    }
+  });
+});
+
 describe('CONTRACT.md, Errors: "Validation errors add `errors: [{ field, message }]`"', () => {
   it('a body that is not JSON, or empty, is 400 validation_error with errors naming body (management and query routes)', async () => {
     const tenant = await tenantWithProduct(t.app, 'business');

@@ -97,9 +97,15 @@ export function localDate(at: Date, tz: string): Ymd {
  * `range` (`Nd`: the N local days ending today, today included; `24h`; `month`: this calendar
  * month so far) or `from` / `to` (ISO 8601; a bare date is local midnight in tz). Default 30d.
  */
+/** A valid zone name in its canonical spelling when it differs only in case (`utc` is `UTC`, `europe/berlin` is `Europe/Berlin`). */
+function zoneSpelling(tz: string): string {
+  const resolved = new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
+  return resolved.toLowerCase() === tz.toLowerCase() ? resolved : tz;
+}
+
 export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date; tz: string; interval: Interval } {
-  const tz = p.tz ?? 'UTC';
-  if (!validTimeZone(tz)) throw validationError([{ field: 'tz', message: 'not an IANA time zone name' }]);
+  if (!validTimeZone(p.tz ?? 'UTC')) throw validationError([{ field: 'tz', message: 'not an IANA time zone name' }]);
+  const tz = zoneSpelling(p.tz ?? 'UTC');
   const interval = (p.interval ?? 'day') as Interval;
   if (!INTERVALS.includes(interval)) throw validationError([{ field: 'interval', message: 'one of hour, day, week, month' }]);
   if (p.range !== undefined && (p.from !== undefined || p.to !== undefined))
