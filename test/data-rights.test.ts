@@ -3,11 +3,13 @@
 // the clock of the retention job is real, the events' timestamps are placed around its cutoff.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { actorErasureJob, eventRetentionJob } from '../src/jobs/data-rights.js';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { DEFAULT_PLANS } from '../src/domain/plans.js';
+import { LOCKS } from '../src/storage/db.js';
 import { ADMIN_TOKEN, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -140,6 +142,53 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     assert.equal((await get(t.app, b.adminKey, '/v1/actors/x/export')).statusCode, 200, 'an empty export, not an error');
   });
 });
+
+describe(
+  'erasure and the rollup job take turns',
+  { skip: process.env.TEST_DATABASE_URL ? false : 'one connection on the embedded store: nothing runs between' },
+  () => {
+    it('an erasure waits while a read-model write holds the lock, so a step that read the actor cannot write it back after', async () => {
+      const tenant = await fixture();
+      const res = await t.app.inject({ method: 'DELETE', url: '/v1/actors/alice', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+      assert.equal(res.statusCode, 202, res.body);
+      // Another session stands in for a rollup step in flight: it holds the lock every step takes first.
+      const step = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await step.connect();
+      try {
+        await step.query('BEGIN');
+        await step.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
+        const erasing = runJob(actorErasureJob());
+        await new Promise((r) => setTimeout(r, 500));
+        assert.equal((await get(t.app, tenant.adminKey, res.json().status_url)).json().status, 'pending', 'the erasure waits for the step');
+        await step.query('COMMIT');
+        await erasing;
+      } finally {
+        await step.end();
+      }
+      assert.equal((await get(t.app, tenant.adminKey, res.json().status_url)).json().status, 'done');
+      assert.deepEqual(Object.values(await holdings(tenant.id, ['alice', 'anon-a'])), Object.values(await holdings(tenant.id, ['nobody'])));
+    });
+
+    it("the rollup job's step waits while an erasure's transaction holds the lock", async () => {
+      const tenant = await tenantWithProduct(t.app, 'business');
+      assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'carol', timestamp: ago(60_000) })])).statusCode, 200);
+      const erasure = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await erasure.connect();
+      try {
+        await erasure.query('BEGIN');
+        await erasure.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
+        const folding = runJob(rollupJob(60));
+        const first = await Promise.race([folding.then(() => 'job'), new Promise((r) => setTimeout(() => r('waiting'), 500))]);
+        assert.equal(first, 'waiting', 'the step waits for the erasure');
+        await erasure.query('COMMIT');
+        await folding;
+      } finally {
+        await erasure.end();
+      }
+      assert.equal((await holdings(tenant.id, ['carol'])).rm_actor_days, 1, 'folded once the erasure ended');
+    });
+  },
+);
 
 describe('export: GET /v1/actors/{actorId}/export', () => {
   it("is NDJSON of every record of the actor and its linked anonymous id, and nothing of bob's", async () => {

@@ -3,12 +3,18 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { compactDay, compactMonth } from '../src/storage/read-model/compact.js';
+import { compactDay, mergeMonthsStep } from '../src/storage/read-model/compact.js';
 import { LOCKS } from '../src/storage/db.js';
 import { foldStep } from '../src/storage/rollups.js';
 import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
+
+/** Links an anonymous actor to a user (identify), asserting 200. */
+async function identify(ingestKey: string, anonymous: string, user: string, identifiedAt: string) {
+  const body = { anonymous_actor_id: anonymous, identified_actor_id: user, identified_at: identifiedAt, product: 'app', product_version: '1.0.0' };
+  assert.equal((await post(t.app, ingestKey, '/v1/actors/identify', body)).statusCode, 200);
+}
 before(async () => (t = await startTestApp()));
 after(async () => t.close());
 
@@ -20,8 +26,12 @@ const base = Date.now() - 2 * HOUR;
 const at = (ms: number) => new Date(base + ms).toISOString();
 const dayOf = (ms: number) => new Date(base + ms).toISOString().slice(0, 10);
 
-async function runJob(sliceMs = 10_000, width = 256): Promise<void> {
-  const jobs = startJobs(t.db, [rollupJob(60, { sliceMs, initialWidth: width, vacuumEveryMs: 0 })], silent);
+async function runJob(sliceMs = 10_000, width = 256, log: unknown = silent, mergeKeys?: number): Promise<void> {
+  const jobs = startJobs(
+    t.db,
+    [rollupJob(60, { sliceMs, initialWidth: width, vacuumEveryMs: 0, ...(mergeKeys !== undefined && { mergeKeys, slowStepMs: 0.001 }) })],
+    log as never,
+  );
   try {
     for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
   } finally {
@@ -29,12 +39,44 @@ async function runJob(sliceMs = 10_000, width = 256): Promise<void> {
   }
 }
 
+/** What a fold step takes whole: every range summarised, every ended transaction folded, in one slice. */
+const WHOLE = { cursor: new Map(), ranges: 1_000_000, width: Number.MAX_SAFE_INTEGER, until: undefined, budget: Number.MAX_SAFE_INTEGER };
+
+/** Folds every row written so far, in one step of the job's own fold, with no compaction or merge after it. */
+async function foldOnly(): Promise<void> {
+  await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(foldStep({ ...WHOLE, cursor: new Map() }), { derived: true }));
+}
+
+/** One step of rm_actor_months' merge, as the job runs it: the keys it merged. */
+async function mergeStep(limit: number): Promise<number> {
+  const rows = await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(mergeMonthsStep(limit), { derived: true }));
+  return Number(rows!.rows.merged![0]!.keys);
+}
+
+/** Merge steps of `limit` keys until one finds fewer (none left); at most 100 (a merge that leaves its keys unmerged would go on). */
+async function mergeAll(limit: number): Promise<void> {
+  for (let n = 0; n < 100; n++) if ((await mergeStep(limit)) < limit) return;
+  assert.fail('the merge never ended');
+}
+
+/** rm_actor_months of a tenant: its rows, its keys, its rows not merged yet, and the keys that have one. */
+async function monthRows(tenantId: string): Promise<{ rows: number; keys: number; unmerged: number; due: number }> {
+  const [r] = await t.db.query<{ rows: number; keys: number; unmerged: number; due: number }>(
+    `SELECT count(*)::int AS rows, count(DISTINCT (month, actor_id, product_id, account_id, license_id))::int AS keys,
+            count(*) FILTER (WHERE NOT merged)::int AS unmerged,
+            count(DISTINCT (month, actor_id, product_id, account_id, license_id)) FILTER (WHERE NOT merged)::int AS due
+       FROM rm_actor_months WHERE tenant_id = $1`,
+    [tenantId],
+  );
+  return r!;
+}
+
 /**
  * A fold that dies midway: the job's own fold step (one script: on the embedded store one message
  * to its worker), whose every statement ran, then one that fails, so nothing of it stays.
  */
 async function crashMidFold(): Promise<void> {
-  const whole = { cursor: new Map(), ranges: 1_000_000, width: Number.MAX_SAFE_INTEGER, until: undefined, budget: Number.MAX_SAFE_INTEGER };
+  const whole = { ...WHOLE, cursor: new Map() };
   const horizon = async () => (await t.db.query<{ h: number }>('SELECT horizon AS h FROM rollup_state'))[0]!.h;
   const before = await horizon();
   await assert.rejects(
@@ -170,20 +212,15 @@ describe('read model', () => {
     assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200, 'a client retry of the whole batch: duplicates');
     await crashMidFold();
     // identify after anon-1 was folded: its rows move to user-1, including the late day.
+    await identify(tn.ingestKey, 'anon-1', 'user-1', at(120_000));
     assert.equal(
       (
-        await post(t.app, tn.ingestKey, '/v1/actors/identify', {
-          anonymous_actor_id: 'anon-1',
-          identified_actor_id: 'user-1',
-          identified_at: at(120_000),
-          product: 'app',
-          product_version: '1.0.0',
-        })
+        await postEvents(t.app, tn.ingestKey, [
+          event({ actor_id: 'user-1', timestamp: at(180_000), account_id: 'acme', license_id: 'L1' }),
+          // The anonymous id again, after its link: resolved to user-1 when folded.
+          event({ actor_id: 'anon-1', timestamp: at(-9 * DAY), name: 'late', account_id: 'acme' }),
+        ])
       ).statusCode,
-      200,
-    );
-    assert.equal(
-      (await postEvents(t.app, tn.ingestKey, [event({ actor_id: 'user-1', timestamp: at(180_000), account_id: 'acme', license_id: 'L1' })])).statusCode,
       200,
     );
     assert.equal(
@@ -247,20 +284,73 @@ describe('read model', () => {
     // Compaction changes no answer.
     for (const d of await t.db.query<{ day: string }>('SELECT day::text AS day FROM rm_compaction_due WHERE tenant_id = $1', [tn.id])) {
       await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactDay(tn.id, d.day)));
-      await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactMonth(tn.id, `${d.day.slice(0, 8)}01`)));
-      await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(compactMonth(tn.id, `${d.day.slice(0, 8)}01`))); // again: idempotent
     }
+    await mergeAll(2); // earlier tests' keys too
+    assert.equal(await mergeStep(2), 0, 'nothing left to merge');
     await assertMatchesRaw(tn.id, 'compacted');
-    const [months] = await t.db.query<{ rows: number; keys: number }>(
-      'SELECT count(*)::int AS rows, count(DISTINCT (month, actor_id, product_id, account_id, license_id))::int AS keys FROM rm_actor_months WHERE tenant_id = $1',
-      [tn.id],
-    );
-    assert.equal(months!.rows, months!.keys, 'one row per (month, actor, product, account, license) once compacted');
+    const months = await monthRows(tn.id);
+    assert.equal(months.rows, months.keys, 'one row per (month, actor, product, account, license) once compacted');
+    assert.equal(months.unmerged, 0);
     const [{ n }] = (await t.db.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'user-1' AND day = $2::date",
       [tn.id, dayOf(0)],
     )) as [{ n: number }];
     assert.equal(n, 1, 'one row per active actor per day once compacted');
+  });
+});
+
+describe("rm_actor_months' merge", () => {
+  it('merges in steps of a bounded number of keys, to one row per key with the answers of a recomputation; a step that dies changes nothing and a later run finishes', async () => {
+    const tn = await tenantWithProduct(t.app, 'business');
+    await runJob(); // what earlier tests left, folded and merged first
+    // 8 actors, 2 accounts, this month and one 40 days back: each batch folded alone, so a key gathers a delta per batch.
+    const batch = (n: number, ms: number) =>
+      Array.from({ length: n }, (_, j) => event({ actor_id: `m${j}`, timestamp: at(ms + j * 60_000), account_id: j % 2 ? 'acme' : 'globex' }));
+    assert.equal((await postEvents(t.app, tn.ingestKey, [...batch(6, 0), ...batch(3, -40 * DAY)])).statusCode, 200);
+    await foldOnly();
+    await mergeAll(4); // merged rows first, then deltas onto them
+    assert.deepEqual(await monthRows(tn.id), { rows: 9, keys: 9, unmerged: 0, due: 0 });
+    // The back month's second batch: the same UTC hours on another day of that month (bits of the same columns to OR).
+    const back = dayOf(-40 * DAY).endsWith('-01') ? -39 * DAY : -41 * DAY;
+    assert.equal((await postEvents(t.app, tn.ingestKey, [...batch(8, HOUR), ...batch(2, back)])).statusCode, 200);
+    await foldOnly();
+    assert.equal((await postEvents(t.app, tn.ingestKey, [...batch(8, -HOUR), event({ actor_id: 'm9', timestamp: at(0) })])).statusCode, 200);
+    await foldOnly();
+    // identify: m7's rows (deltas, in both months) move to m1's keys of the same account.
+    await identify(tn.ingestKey, 'm7', 'm1', at(0));
+    await foldOnly();
+    const due = await monthRows(tn.id);
+    assert.ok(due.due > 8 && due.rows > due.keys + 8, JSON.stringify(due));
+    await assertMatchesRaw(tn.id, 'deltas to merge');
+
+    // A step that merges part of them: its keys hold one merged row; the rest still wait; the same answers.
+    assert.equal(await mergeStep(4), 4);
+    const part = await monthRows(tn.id);
+    assert.ok(part.due === due.due - 4 && part.rows < due.rows && part.due > 4, JSON.stringify(part));
+    await assertMatchesRaw(tn.id, 'merged in part');
+
+    // A step that dies once its merge ran: nothing of it stays.
+    await assert.rejects(
+      t.db.tryWithLock(LOCKS.rollups, (s) => s.script([...mergeMonthsStep(4), { sql: 'SELECT 1 / 0 AS crash' }], { derived: true })),
+      /division by zero/,
+    );
+    assert.deepEqual(await monthRows(tn.id), part, 'the crashed step left every row');
+    await assertMatchesRaw(tn.id, 'after a crashed merge step');
+
+    // The job finishes the merge, 4 keys a step at most: one merged row per key, the same answers.
+    const steps: { step: string; keys: number; limit: number }[] = [];
+    const log = { ...(silent as object), warn: (o: { step: string; keys: number; limit: number }) => void (o.step === 'merge months' && steps.push(o)) };
+    await runJob(10_000, 256, log, 4);
+    assert.ok(steps.length >= Math.ceil(part.due / 4) && steps.length > 1, `${steps.length} steps for ${part.due} keys`);
+    assert.ok(
+      steps.every((s) => s.limit <= 4 && s.keys <= s.limit),
+      JSON.stringify(steps),
+    );
+    assert.equal(steps.at(-1)!.keys < 4, true, 'the last step found fewer keys than it could take: none left');
+    const done = await monthRows(tn.id);
+    assert.deepEqual(done, { rows: done.keys, keys: done.keys, unmerged: 0, due: 0 });
+    await assertMatchesRaw(tn.id, 'merged');
+    assert.equal(await mergeStep(4), 0, 'nothing left to merge');
   });
 });
 
@@ -284,7 +374,7 @@ describe('the rollup job on a busy store', () => {
     assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ timestamp: at(1000) })])).statusCode, 200);
     await run(0.001);
     const kinds = new Set(logged.map((l) => l.step.split(' ')[0]));
-    for (const kind of ['fold', 'refresh', 'touch', 'vacuum']) assert.ok(kinds.has(kind), `${kind} in ${[...kinds].join(', ')}`);
+    for (const kind of ['fold', 'refresh', 'touch', 'merge', 'vacuum']) assert.ok(kinds.has(kind), `${kind} in ${[...kinds].join(', ')}`);
     assert.ok(logged.every((l) => typeof l.ms === 'number' && l.ms >= 0));
   });
 

@@ -13,13 +13,15 @@ export function backgroundJobs(config: Config, plans: Plans): Job[] {
     deadLetterRetentionJob(config.deadLetterRetentionDays),
     productPurgeJob(),
     sessionTimeoutJob(config.sessionTimeoutMinutes),
-    // The embedded store's one connection is shared with requests: short slices of about 100 ms (docs/embedded-store.md),
+    // The embedded store's one connection is shared with requests: short slices of about 200 ms (docs/embedded-store.md),
     // starting narrow (a slice is one statement there, and a request waits for the whole of it), widening
-    // from the time each takes. Each transaction id there is one batch of up to 1000 events. A step
-    // that holds the store longer than 250 ms is logged.
+    // from the time each takes. Each transaction id there is one batch of up to 1000 events. Not 100 ms:
+    // a step costs 40 to 100 ms under load whatever it folds, so a one-batch slice already took longer
+    // than 100 ms and slices stayed at one batch or two, at 140 to 300 µs of worker time per event folded
+    // (docs/read-model.md, "How big a slice is"). A step that holds the store longer than 250 ms is logged.
     config.databaseUrl
       ? rollupJob(config.rollupIntervalSeconds)
-      : rollupJob(config.rollupIntervalSeconds, { sliceMs: 100, initialWidth: 4, compactEvery: 8, slowStepMs: 250 }),
+      : rollupJob(config.rollupIntervalSeconds, { sliceMs: 200, initialWidth: 4, compactEvery: 8, slowStepMs: 250 }),
     actorErasureJob(),
     eventRetentionJob(config.eventRetentionDays, plans),
   ];

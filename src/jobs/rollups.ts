@@ -1,5 +1,5 @@
 import { LOCKS, type LockedSession, type ScriptStatement } from '../storage/db.js';
-import { compactDay, compactionDue, compactMonth } from '../storage/read-model/compact.js';
+import { compactDay, compactionDue, mergeMonthsStep } from '../storage/read-model/compact.js';
 import {
   dirtyTenants,
   foldStep,
@@ -18,8 +18,8 @@ export const WINDOW_DAYS = 30;
 const COMPACT_PER_RUN = 64;
 /** How often a run ends with VACUUM (ANALYZE) of the read model's tables (and ANALYZE of events). */
 export const VACUUM_EVERY_MS = 10 * 60_000;
-/** A (tenant, month)'s rm_actor_months deltas are merged at most this often (its first merge at once). */
-export const MONTH_MERGE_EVERY_MS = 10 * 60_000;
+/** rm_actor_months' merge steps per compaction, at most (a merge is never urgent: deltas cost rows, not answers). */
+const MERGE_STEPS_PER_RUN = 64;
 
 /** The window: the 30 UTC days ending on the day of `now` (today included). */
 export function windowStart(now: Date): string {
@@ -43,9 +43,17 @@ async function step(
   detail?: (rows: Record<string, Record<string, unknown>[]>) => object,
 ): Promise<{ rows: Record<string, Record<string, unknown>[]>; ms: number }> {
   const began = performance.now();
-  const { rows, ms } = await s.script([{ sql: "SELECT set_config('statement_timeout', '0', true), set_config('jit', 'off', true)" }, ...statements], {
-    derived: true,
-  });
+  const { rows, ms } = await s.script(
+    [
+      // The read model's writers take turns with erasures (docs/data-rights.md): a step that read an
+      // actor's rows before an erasure committed must not write them back after it.
+      { sql: "SELECT set_config('statement_timeout', '0', true), set_config('jit', 'off', true), pg_advisory_xact_lock($1)", params: [LOCKS.readModelWrites] },
+      ...statements,
+    ],
+    {
+      derived: true,
+    },
+  );
   // answered_ms: from sending it to its answer, with its waits for the connection and, on the embedded store, for this thread.
   watch(what, ms, { ...detail?.(rows), answered_ms: Math.round(performance.now() - began) });
   return { rows, ms };
@@ -54,15 +62,23 @@ async function step(
 /**
  * The cost per event a slice is first sized by, before one has been timed: cautious, about what a
  * one-batch slice (1000 events, with a slice's fixed cost) took on the embedded store with both
- * cores busy (50 to 160 µs). A slice of the embedded store's 100 ms then starts at 1,000 events.
+ * cores busy (50 to 160 µs). A slice of the embedded store's 200 ms then starts at 2,000 events.
  */
 const FIRST_US_PER_EVENT = 100;
 
 /**
  * How many BRIN page ranges (1 MB of heap each) a step first summarises per ms of `sliceMs`: one
- * took 12 to 30 ms on the embedded store with both cores busy, so a 100 ms step starts at 4.
+ * took 12 to 30 ms on the embedded store with both cores busy, so a 200 ms step starts at 8.
  */
 const RANGES_PER_MS = 1 / 25;
+
+/**
+ * The cost per key a month-merge step is first sized by, before one has been timed: cautious, about
+ * the slowest a step cost in the embedded store's worker under bench:ingest with both cores busy
+ * (50 to 920 µs per key at load 2 to 13; a 400-key step of 3,171 rows took 253 ms). A step of the
+ * embedded store's 100 ms then starts at 200 keys.
+ */
+const FIRST_US_PER_MERGED_KEY = 500;
 
 /** A slice's size: the transaction ids it looks at, and the events it may fold (`budget`). */
 interface Size {
@@ -117,7 +133,7 @@ function nextSize(size: Size, last: Slice, sliceMs: number): Size {
  * to repeat during a backlog).
  */
 export interface RollupOptions {
-  /** What a slice aims at (default 10 s: PostgreSQL; the embedded store uses 100 ms). */
+  /** What a slice aims at (default 10 s: PostgreSQL; the embedded store uses 200 ms). */
   sliceMs?: number;
   /** The first slice's width in transaction ids (default 256). */
   initialWidth?: number;
@@ -125,8 +141,8 @@ export interface RollupOptions {
   compactEvery?: number;
   /** How often a run ends with VACUUM (ANALYZE) (default VACUUM_EVERY_MS; 0: every run). */
   vacuumEveryMs?: number;
-  /** How often one (tenant, month)'s rm_actor_months deltas are merged at most (default MONTH_MERGE_EVERY_MS; 0: whenever its days are compacted). */
-  monthMergeEveryMs?: number;
+  /** At most this many keys per step of rm_actor_months' merge (default: as many as fit `sliceMs`, from the last full step's time). */
+  mergeKeys?: number;
   /** From how many usage rows in the window an account's or license's lists are built into its snapshot (default DETAIL_MIN_ROWS). */
   detailMinRows?: number;
   /**
@@ -142,7 +158,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
     initialWidth = 256,
     compactEvery = 0,
     vacuumEveryMs = VACUUM_EVERY_MS,
-    monthMergeEveryMs = MONTH_MERGE_EVERY_MS,
+    mergeKeys = 1 << 20,
     detailMinRows,
     slowStepMs = 0,
   } = options;
@@ -152,7 +168,8 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
   const summarised: SummaryCursor = new Map();
   let ranges = Math.max(1, Math.round(sliceMs * RANGES_PER_MS)); // per index and step, following the time of steps that only summarised
   let vacuumedAt = performance.now(); // the first after vacuumEveryMs: a process that restarts often does not vacuum at each start
-  const months: Months = { due: new Map(), mergedAt: new Map(), everyMs: monthMergeEveryMs };
+  // Carried from run to run, like the slice's size: what a month-merge step is sized by (first a cautious cost per key).
+  const merge: Merge = { usPerKey: FIRST_US_PER_MERGED_KEY, max: mergeKeys, sliceMs };
   return {
     name: 'rollups',
     lockKey: LOCKS.rollups,
@@ -179,7 +196,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
           until ??= done!.xmax;
           size = nextSize(size, { xids: done!.xids, events: done!.events, cut: done!.cut, ms }, sliceMs);
         }
-        if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now, watch, months);
+        if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now, watch, merge);
         if (more && performance.now() - refreshedAt > intervalMs) {
           for (const tenantId of await dirtyTenants(s)) await step(s, watch, 'refresh', refreshTenant(tenantId, start, now, detailMinRows));
           refreshedAt = performance.now();
@@ -188,7 +205,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       const due = new Set([...(await dirtyTenants(s)), ...(await staleTenants(s, start))]);
       for (const tenantId of due) await step(s, watch, 'refresh', refreshTenant(tenantId, start, now, detailMinRows));
       await step(s, watch, 'touch', touchRefreshed(now));
-      await compact(s, now, watch, months);
+      await compact(s, now, watch, merge);
       // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves
       // requests between them (docs/read-model.md, "Upkeep").
       if (performance.now() - vacuumedAt >= vacuumEveryMs) {
@@ -205,33 +222,36 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
 }
 
 /**
- * The (tenant, UTC month)s whose rm_actor_months deltas wait for a merge, and when each was last
- * merged. Kept in the job's process: a restart forgets them, which costs rows, never answers
- * (readers OR every delta; the month is merged again when one of its days is next compacted).
+ * The size of a month-merge step: as many keys as fit `sliceMs` at `usPerKey`, at most `max`.
+ * `usPerKey` is the slowest recent step's cost per key, forgotten by 5 % per timed step: under
+ * load one step's cost per key varies tenfold (58 to 920 µs in the embedded store's worker at load
+ * 7 to 9), so a size that follows the last step grows in a quiet moment and overshoots in the next
+ * busy one.
  */
-interface Months {
-  due: Map<string, { tenant: string; month: string }>;
-  mergedAt: Map<string, number>;
-  everyMs: number;
+interface Merge {
+  usPerKey: number;
+  max: number;
+  sliceMs: number;
 }
 
 /**
- * Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. Then each
- * (tenant, UTC month) of those days, its rm_actor_months deltas merged (a transaction each), at most
- * once per `everyMs`: a merge reads the whole month (0.9–1.7 s on the embedded store under
- * bench:ingest, where requests wait behind it), and a fold makes new deltas every few slices.
+ * Compaction, a (tenant, day) per transaction, bounded per call: it is never urgent. Then
+ * rm_actor_months' merge, in steps (a transaction each) of a bounded number of keys with unmerged
+ * deltas (compact.ts, mergeMonthsStep), until none is left or MERGE_STEPS_PER_RUN steps ran. What
+ * is due is in the table (its unmerged rows), not in this process. A step's keys follow the
+ * slowest recent cost per key (Merge).
  */
-async function compact(s: LockedSession, now: Date, watch: Watch, months: Months): Promise<void> {
+async function compact(s: LockedSession, now: Date, watch: Watch, merge: Merge): Promise<void> {
   for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN)) {
     await step(s, watch, `compact ${d.day}`, compactDay(d.tenant_id, d.day));
-    const month = `${d.day.slice(0, 8)}01`;
-    months.due.set(`${d.tenant_id} ${month}`, { tenant: d.tenant_id, month });
   }
-  for (const [key, m] of months.due) {
-    const last = months.mergedAt.get(key);
-    if (last !== undefined && performance.now() - last < months.everyMs) continue;
-    await step(s, watch, `compact month ${m.month}`, compactMonth(m.tenant, m.month));
-    months.due.delete(key);
-    months.mergedAt.set(key, performance.now());
+  for (let n = 0; n < MERGE_STEPS_PER_RUN; n++) {
+    const limit = Math.max(1, Math.min(merge.max, Math.floor((merge.sliceMs * 1000) / merge.usPerKey)));
+    const { rows, ms } = await step(s, watch, 'merge months', mergeMonthsStep(limit), (r) => ({ keys: r.merged?.[0]?.keys, rows: r.merged?.[0]?.rows, limit }));
+    const keys = Number(rows.merged?.[0]?.keys ?? 0);
+    // A step with few keys says little of the cost per key (part of a step's cost is fixed): timed are full ones,
+    // and any that took longer than sliceMs.
+    if (keys >= limit / 2 || (keys > 0 && ms > merge.sliceMs)) merge.usPerKey = Math.max((ms * 1000) / keys, 0.95 * merge.usPerKey);
+    if (keys < limit) break; // none left
   }
 }

@@ -15,6 +15,8 @@ export const LOCKS = {
   retention: 7_100_005,
   eventRetention: 7_100_030,
   actorErasures: 7_100_031,
+  /** A transaction-level lock: each of the rollup job's steps and each erasure take it first (docs/data-rights.md). */
+  readModelWrites: 7_100_032,
 } as const;
 
 export interface OpenOptions {

@@ -47,22 +47,32 @@ export function compactDay(tenantId: string, day: string): ScriptStatement[] {
   return STATEMENTS.map((sql) => ({ sql, params: [tenantId, day] }));
 }
 
+/** rm_actor_months' key: a merge leaves one row per key. */
+const MONTH_KEY = ['tenant_id', 'month', 'actor_id', 'product_id', 'account_id', 'license_id'];
+
 /**
- * Merges one (tenant, UTC month)'s rm_actor_months deltas: the keys with more than one row become
- * one row, their hours OR'd (idempotent: a merge at any time gives the same bits). Only those keys
- * are rewritten, so a month's cost is a read of its rows and a rewrite of what changed since the last
- * merge, not the whole month. The job runs it once per month whose days it compacted: a script
- * (script.mjs), one transaction.
+ * One step of rm_actor_months' merge (docs/read-model.md, "Compaction"): up to `limit` keys that
+ * have an unmerged delta (the fold's rows, and an identify link's moved rows, come unmerged), found
+ * through the partial index over the unmerged rows in key order, each rewritten as one merged row
+ * of its rows' hours OR'd. The month's other rows are not read, so a step's cost follows `limit`,
+ * not the month. A script (script.mjs), one transaction: a step that dies leaves every row as it
+ * was, and OR is idempotent, so readers (which OR a key's rows) answer the same before, during and
+ * after. Its statement named `merged` answers the keys it merged (`keys`; fewer than `limit`: none
+ * was left) and the rows it read (`rows`).
  */
-export function compactMonth(tenantId: string, month: string): ScriptStatement[] {
-  const key = ['actor_id', 'product_id', 'account_id', 'license_id'];
+export function mergeMonthsStep(limit: number): ScriptStatement[] {
+  const key = MONTH_KEY.join(', ');
   return [
     {
-      sql: `WITH k AS (SELECT ${key.join(', ')} FROM rm_actor_months WHERE tenant_id = $1 AND month = $2::date GROUP BY 1, 2, 3, 4 HAVING count(*) > 1),
-          m AS (DELETE FROM rm_actor_months r USING k WHERE r.tenant_id = $1 AND r.month = $2::date AND ${key.map((c) => `r.${c} = k.${c}`).join(' AND ')} RETURNING r.*)
-     INSERT INTO rm_actor_months (tenant_id, month, ${key.join(', ')}, ${MONTH_HOURS.join(', ')})
-     SELECT tenant_id, month, ${key.join(', ')}, ${MONTH_HOURS.map((h) => `bit_or(${h})`).join(', ')} FROM m GROUP BY 1, 2, 3, 4, 5, 6`,
-      params: [tenantId, month],
+      name: 'merged',
+      sql: `WITH k AS MATERIALIZED (
+            SELECT DISTINCT ${key} FROM rm_actor_months WHERE NOT merged ORDER BY ${key} LIMIT $1),
+          m AS (DELETE FROM rm_actor_months r USING k WHERE ${MONTH_KEY.map((c) => `r.${c} = k.${c}`).join(' AND ')} RETURNING r.*),
+          ins AS (
+            INSERT INTO rm_actor_months (${key}, ${MONTH_HOURS.join(', ')}, merged)
+            SELECT ${key}, ${MONTH_HOURS.map((h) => `bit_or(${h})`).join(', ')}, true FROM m GROUP BY ${key})
+     SELECT (SELECT count(*) FROM k)::int AS keys, (SELECT count(*) FROM m)::int AS rows`,
+      params: [limit],
     },
   ];
 }

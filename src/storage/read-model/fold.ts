@@ -83,21 +83,23 @@ const EVENTS = `
     SELECT tenant_id, day, actor_id, product_id, account_id, license_id, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
            (array_agg(version ORDER BY last_seen DESC))[1] AS version, bit_or(hours) AS hours
       FROM gv GROUP BY 1, 2, 3, 4, 5, 6),
+  -- The actor days with their resolved actor and environment: joined once, read by the three tables below.
+  ga AS MATERIALIZED (
+    SELECT g.tenant_id, g.day, i.actor, g.product_id, g.account_id, g.license_id, g.version, g.events, g.first_seen, g.last_seen, g.hours, i.os, i.runtime, i.locale
+      FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id),
   days AS (
     INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen, hours)
-    SELECT g.tenant_id, g.day, i.actor, g.product_id, g.account_id, g.license_id, g.version, g.events, false, i.os, i.runtime, i.locale, g.first_seen, g.last_seen, g.hours
-      FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id),
-  -- The same actor days as month masks: hour k of day d sets bit d − 1 of hk (several delta rows of a key are OR'd by readers and compaction).
+    SELECT tenant_id, day, actor, product_id, account_id, license_id, version, events, false, os, runtime, locale, first_seen, last_seen, hours FROM ga),
+  -- The same actor days as month masks: hour k of day d sets bit d − 1 of hk (a key's several rows are OR'd by readers and merged by the rollup job).
   months AS (
     INSERT INTO rm_actor_months (tenant_id, month, actor_id, product_id, account_id, license_id, ${MONTH_HOURS.join(', ')})
-    SELECT g.tenant_id, date_trunc('month', g.day)::date, i.actor, g.product_id, g.account_id, g.license_id,
-           ${MONTH_HOURS.map((_, k) => `bit_or(g.bit * (g.hours >> ${k} & 1))`).join(', ')}
-      FROM (SELECT g.*, 1 << (extract(day FROM g.day)::int - 1) AS bit FROM g) g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id
+    SELECT tenant_id, date_trunc('month', day)::date, actor, product_id, account_id, license_id,
+           ${MONTH_HOURS.map((_, k) => `bit_or(bit * (hours >> ${k} & 1))`).join(', ')}
+      FROM (SELECT ga.*, 1 << (extract(day FROM ga.day)::int - 1) AS bit FROM ga) g
      GROUP BY 1, 2, 3, 4, 5, 6),
   firsts AS (
     INSERT INTO rm_actor_first (tenant_id, actor_id, product_id, first_seen)
-    SELECT DISTINCT ON (g.tenant_id, i.actor) g.tenant_id, i.actor, g.product_id, g.first_seen
-      FROM g JOIN ids i ON i.tenant_id = g.tenant_id AND i.actor_id = g.actor_id ORDER BY g.tenant_id, i.actor, g.first_seen
+    SELECT DISTINCT ON (tenant_id, actor) tenant_id, actor, product_id, first_seen FROM ga ORDER BY tenant_id, actor, first_seen
     ON CONFLICT (tenant_id, actor_id) DO UPDATE SET first_seen = excluded.first_seen, product_id = excluded.product_id
      WHERE excluded.first_seen < rm_actor_first.first_seen),
   event_firsts AS (
