@@ -37,6 +37,11 @@ export interface Config {
   maxRssBytes: number;
   /** Rows per statement of the event export (GET /v1/events as NDJSON or CSV). */
   exportPageRows: number;
+  /**
+   * Raw events per statement of a report that reads them (src/query/reports/chunks.ts); 0: one statement. Unset: 5,000 on the
+   * embedded store, 0 on PostgreSQL (src/http/context.ts, readChunkRows).
+   */
+  readChunkRows: number | undefined;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -82,6 +87,7 @@ const SETTINGS = {
   MAX_HEAP_USED_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },
   MAX_RSS_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },
   EXPORT_PAGE_ROWS: { schema: int(1, 100_000), takes: 'a whole number of rows from 1 to 100000' },
+  READ_CHUNK_ROWS: { schema: int(0, 10_000_000), takes: 'a whole number of events from 0 (one statement) to 10000000' },
 } satisfies Record<string, Setting>;
 
 type Name = keyof typeof SETTINGS;
@@ -137,5 +143,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxHeapUsedBytes: get('MAX_HEAP_USED_BYTES', Math.floor(getHeapStatistics().heap_size_limit * 0.9)),
     maxRssBytes: get('MAX_RSS_BYTES', 0),
     exportPageRows: get('EXPORT_PAGE_ROWS', 5_000),
+    readChunkRows: read(env, 'READ_CHUNK_ROWS') as number | undefined,
   };
 }

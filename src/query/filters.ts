@@ -149,8 +149,11 @@ export class Params {
   }
 }
 
-/** The raw events of the filters (alias e), from..to; the actor resolved through identify links is `actor`. */
-export function rawEvents(f: Filters, sql: Params, columns: string, joins = ''): string {
+/**
+ * The raw events of the filters (alias e), from..to; the actor resolved through identify links is `actor`. `source`: the table
+ * they are read from, `events` or a CTE of its rows (a chunk, chunks.ts).
+ */
+export function rawEvents(f: Filters, sql: Params, columns: string, joins = '', source = 'events'): string {
   const s = f.scope;
   const where = [`e.tenant_id = ${sql.p(s.tenantId)}`, `e.occurred_at >= ${sql.p(s.from)}`, `e.occurred_at < ${sql.p(s.to)}`];
   if (s.productId) where.push(`e.product_id = ${sql.p(s.productId)}`);
@@ -161,7 +164,7 @@ export function rawEvents(f: Filters, sql: Params, columns: string, joins = ''):
   if (f.name !== undefined) where.push(`e.name = ${sql.p(f.name)}`);
   for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.p(k)} = ${sql.p(v)}`);
   if (f.segment) where.push(segmentWhere(f, sql, ACTOR));
-  return `SELECT ${columns} FROM events e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
+  return `SELECT ${columns} FROM ${source} e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
 }
 
 export const ACTOR = 'coalesce(l.identified_actor_id, e.actor_id)';

@@ -3,7 +3,8 @@ import type { Queryable } from '../../storage/db.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
 import { DAY_MS, HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
-import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
+import { bucketIndex, bucketLabels, bucketStart, eachBit, type BucketIndex } from './buckets.js';
+import { eachChunk, type ReadOptions } from './chunks.js';
 import {
   ACTOR,
   bucketOf,
@@ -209,11 +210,18 @@ function maskCounts(masks: string, b: Breakdown | undefined, index: BucketIndex)
 }
 
 /** The series of one period: per breakdown value (top N by events, then "other"), every bucket filled. */
-async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, toNow: boolean): Promise<{ source: Source; series: Series[] }> {
+async function series(
+  q: Queryable,
+  f: Filters,
+  b: Breakdown | undefined,
+  limit: number,
+  toNow: boolean,
+  chunkRows: number,
+): Promise<{ source: Source; series: Series[] }> {
   const s = f.scope;
   if (s.empty) return { source: 'read_model', series: [] };
   const fromReadModel = await readModelRows(q, f, b, limit, toNow);
-  const rows = fromReadModel ?? (await rawRows(q, f, b, limit));
+  const rows = fromReadModel ?? (await rawRows(q, f, b, limit, chunkRows));
   return { source: fromReadModel ? 'read_model' : 'events', series: await assemble(q, f, b, rows) };
 }
 
@@ -222,7 +230,8 @@ async function series(q: Queryable, f: Filters, b: Breakdown | undefined, limit:
  * (bucket, key) and each (key, actor)'s bucket mask (maskCounts); past that (or per hour), distinct
  * actors per bucket by count(DISTINCT).
  */
-async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number): Promise<Row[]> {
+async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, chunkRows: number): Promise<Row[]> {
+  if (chunkRows > 0) return chunkedRows(q, f, b, limit, chunkRows);
   const s = f.scope;
   const sql = new Params();
   const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
@@ -254,6 +263,134 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
   );
 }
 
+/**
+ * rawRows' answer read in chunks of `chunkRows` events (chunks.ts), one statement each, merged
+ * exactly here. Each chunk answers its events per (bucket, key) and, per (key, actor), the
+ * buckets it was seen in (a bit mask up to 63 buckets, else one row per bucket); counts add up
+ * across chunks and each (key, actor)'s buckets are the union of its chunks'. The top values rank
+ * the keys by their summed events in SQL (its collation orders ties, as rawRows' does), and
+ * "other" is the union of the other keys' actors; so every count is the one statement's.
+ */
+async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, chunkRows: number): Promise<Row[]> {
+  const s = f.scope;
+  const [first, last] = [localDate(s.from, s.tz), localDate(new Date(s.to.getTime() - 1), s.tz)];
+  const masked = s.interval !== 'hour' && bucketIndex(s.interval, first, last, new Params()) !== undefined;
+  // A bucket is a position: up to 63 buckets, bucketIndex's number, its label from the chunks' rows;
+  // else its label's place among the range's labels (one more for a label none names: none should).
+  const labels = masked ? [] : await bucketLabels(q, f);
+  const at = new Map(labels.map((l, n) => [l, n]));
+  const labelOf: (string | undefined)[] = [...labels];
+  const width = masked ? 64 : labels.length + 1;
+  const words = Math.ceil(width / 32);
+  const events = new Map<string | null, number[]>();
+  const actors = new Map<string | null, Map<string, Uint32Array>>();
+  const seen = (k: string | null, actor: string) => {
+    let byActor = actors.get(k);
+    if (!byActor) actors.set(k, (byActor = new Map()));
+    let mask = byActor.get(actor);
+    if (!mask) byActor.set(actor, (mask = new Uint32Array(words)));
+    return mask;
+  };
+  const counted = (k: string | null, n: number, add: number) => {
+    let perBucket = events.get(k);
+    if (!perBucket) events.set(k, (perBucket = new Array<number>(width).fill(0)));
+    perBucket[n]! += add;
+  };
+  const position = (d: string) => (masked ? Number(d) : (at.get(d) ?? labels.length));
+  type ChunkRow = { t: number | null; d: string | null; k: string | null; n: number | null; actor: string | null; mask: string | null };
+  await eachChunk<ChunkRow>(
+    q,
+    f,
+    chunkRows,
+    (sql) => {
+      const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
+      const env = b?.env ? `${ENV_CTE(sql.p(s.tenantId))},` : '';
+      const join = b?.env ? `LEFT JOIN env v ON v.actor_id = e.actor_id` : '';
+      if (masked) {
+        const index = bucketIndex(s.interval as 'day' | 'week' | 'month', first, last, sql)!;
+        const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date`);
+        // t 0: events per (bucket, key); 1: each (key, actor)'s buckets as a mask; 2: each bucket number's label.
+        return {
+          ctes: `${env} r AS MATERIALIZED (${rawEvents(f, sql, `${i} AS i, ${key} AS k, ${ACTOR} AS actor`, join, 'c')}),`,
+          select: `SELECT 0 AS t, i::text AS d, k, count(*)::int AS n, NULL::text AS actor, NULL::text AS mask FROM r GROUP BY i, k
+             UNION ALL SELECT 1, NULL, k, NULL, actor, bit_or(1::bigint << i)::text FROM r GROUP BY k, actor
+             UNION ALL SELECT 2, ${label(index.bucket('i'), s)}, NULL, i, NULL, NULL FROM (SELECT DISTINCT i FROM r) x`,
+        };
+      }
+      // t 0: events per (bucket, key); 1: each (bucket, key, actor).
+      return {
+        ctes: `${env} r AS MATERIALIZED (${rawEvents(f, sql, `${label(bucketOf('e.occurred_at', sql, s), s)} AS d, ${key} AS k, ${ACTOR} AS actor`, join, 'c')}),`,
+        select: `SELECT 0 AS t, d, k, count(*)::int AS n, NULL::text AS actor, NULL::text AS mask FROM r GROUP BY d, k
+           UNION ALL SELECT 1, d, k, NULL, actor, NULL FROM r GROUP BY d, k, actor`,
+      };
+    },
+    (rows) => {
+      for (const r of rows) {
+        if (r.t === null) continue;
+        const t = Number(r.t);
+        if (t === 0) counted(r.k, position(r.d!), Number(r.n));
+        else if (t === 2) labelOf[Number(r.n)] = r.d!;
+        else if (masked) {
+          // Up to 63 buckets: the mask's low and high 32 bits.
+          const m = BigInt(r.mask!);
+          const mask = seen(r.k, r.actor!);
+          mask[0]! |= Number(m & 0xffffffffn);
+          mask[1]! |= Number(m >> 32n);
+        } else set(seen(r.k, r.actor!), position(r.d!));
+      }
+    },
+  );
+
+  const keys = [...events.keys()];
+  const total = (k: string | null) => events.get(k)!.reduce((x, y) => x + y, 0);
+  let top: Set<string | null>;
+  if (!b || keys.length <= limit) top = new Set(keys);
+  else {
+    // The ranking in SQL: its ORDER BY k orders ties in the database's collation, as rawRows' does.
+    const sql = new Params();
+    const ranked = await q.query<{ k: string | null }>(
+      `SELECT k FROM unnest(${sql.p(keys)}::text[], ${sql.p(keys.map(total))}::bigint[]) AS t(k, n) ORDER BY n DESC, k NULLS LAST LIMIT ${sql.p(limit)}`,
+      sql.values,
+    );
+    top = new Set(ranked.map((r) => r.k));
+  }
+
+  // The series: each top key's own counts, and "other" the sum of the rest, its actors a union.
+  const groups: { k: string | null; o: boolean; events: number[]; actors: Map<string, Uint32Array> }[] = [];
+  let other: (typeof groups)[number] | undefined;
+  for (const k of keys) {
+    const byActor = actors.get(k) ?? new Map<string, Uint32Array>();
+    if (top.has(k)) {
+      groups.push({ k, o: false, events: events.get(k)!, actors: byActor });
+      continue;
+    }
+    if (!other) groups.push((other = { k: null, o: true, events: new Array<number>(width).fill(0), actors: new Map() }));
+    events.get(k)!.forEach((n, i) => (other!.events[i]! += n));
+    for (const [actor, mask] of byActor) {
+      const union = other.actors.get(actor);
+      if (!union) other.actors.set(actor, Uint32Array.from(mask));
+      else mask.forEach((w, i) => (union[i]! |= w));
+    }
+  }
+  // Rows as rawRows answers them: a total per series, and a point per bucket with events (assemble keeps the range's labels).
+  const rows: Row[] = [];
+  for (const g of groups) {
+    const perBucket = new Array<number>(width).fill(0);
+    for (const mask of g.actors.values()) mask.forEach((w, i) => eachBit(w, (bit) => perBucket[i * 32 + bit]!++));
+    rows.push({ date: null, k: g.k, o: g.o, events: String(g.events.reduce((x, y) => x + y, 0)), actors: String(g.actors.size) });
+    g.events.forEach((n, p) => {
+      const date = labelOf[p];
+      if (n > 0 && date !== undefined) rows.push({ date, k: g.k, o: g.o, events: String(n), actors: String(perBucket[p]) });
+    });
+  }
+  return rows;
+}
+
+/** Sets bit n of a mask of 32-bit words. */
+function set(mask: Uint32Array, n: number): void {
+  mask[n >> 5]! |= 1 << (n & 31);
+}
+
 async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows: Row[]): Promise<Series[]> {
   const labels = await bucketLabels(q, f);
   const byKey = new Map<string, Series>();
@@ -279,7 +416,8 @@ async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows
   );
 }
 
-export async function trends(q: Queryable, principal: Principal, p: TrendsParams, now: Date) {
+export async function trends(q: Queryable, principal: Principal, p: TrendsParams, now: Date, opts: ReadOptions = {}) {
+  const chunkRows = opts.chunkRows ?? 0;
   const b = parseBreakdown(p.breakdown);
   if (b?.account) requireAccountAnswers(principal);
   const f = await resolveFilters(q, principal, p, now);
@@ -287,13 +425,16 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
   const limit = p.limit ?? 10;
   // A range that ends now (no `to`) may count its current hour whole: nothing has happened after now.
   const toNow = p.to === undefined;
-  const now_ = await series(q, f, b, limit, toNow);
+  const now_ = await series(q, f, b, limit, toNow, chunkRows);
   const answer = { ...(await head(q, f.scope)), breakdown: p.breakdown ?? null, source: now_.source, series: now_.series };
   if (!f.compare) return answer;
   const prev = previousPeriod(f);
   return {
     ...answer,
-    compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, series: (await series(q, prev, b, limit, false)).series },
+    compare: {
+      range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() },
+      series: (await series(q, prev, b, limit, false, chunkRows)).series,
+    },
   };
 }
 

@@ -1,0 +1,73 @@
+import type { Queryable } from '../../storage/db.js';
+import { exactTime, Params, type Filters } from '../filters.js';
+
+// Raw events read in chunks, one short statement each, so that on the embedded store (one
+// connection, a statement never interrupted) the writes queued behind a long report run between
+// its statements instead of waiting out its whole scan (docs/embedded-store.md, "A long read").
+// A chunk is the next `rows` events of the tenant in (occurred_at, event_id) order from the range's
+// start, read through the events_by_time index (tenant_id, occurred_at, event_id) with a keyset,
+// before any other filter: every statement reads at most `rows` events, however selective the
+// filters (a LIMIT after them could scan the whole range to fill one chunk). The caller merges the
+// chunks' partial answers exactly (trends.ts: counts add up, distinct actors as a union).
+
+/**
+ * Rows per chunk when nothing says otherwise (the embedded store): a chunk of 5,000 took 50–294 ms at load 10 in a scratch run,
+ * most under 100 ms (docs/benchmarks.md, "A long read on the embedded store").
+ */
+export const DEFAULT_CHUNK_ROWS = 5_000;
+
+/** How a report reads raw events: in chunks of `chunkRows` events, or (0) in one statement. */
+export interface ReadOptions {
+  chunkRows?: number | undefined;
+}
+
+/** The chunk key columns every chunk's rows carry (see eachChunk). */
+interface ChunkKey {
+  chunk_at: string;
+  chunk_id: string;
+  chunk_rows: number;
+}
+
+/**
+ * Runs one statement per chunk of the scope's raw events and hands each one's rows to `each`.
+ * `build(sql)` gets the chunk's Params (the chunk's own bounds are in it) and returns the CTEs
+ * (after `c`, the chunk's events with every column of `events`; each CTE followed by a comma) and
+ * the SELECT over them; read the chunk as a table of events with `rawEvents(…, 'c')`. The rows of
+ * a chunk whose SELECT has none come as one row of NULLs (with its key), so `each` must skip rows
+ * without a column its SELECT never leaves NULL.
+ */
+export async function eachChunk<T>(
+  q: Queryable,
+  f: Filters,
+  rows: number,
+  build: (sql: Params) => { ctes: string; select: string },
+  each: (rows: T[]) => void,
+): Promise<void> {
+  const s = f.scope;
+  let after: [string, string] | undefined;
+  for (;;) {
+    const sql = new Params();
+    // After the last chunk's key: written as a bound on occurred_at and an OR, not as the row comparison
+    // (occurred_at, event_id) > (…), which the planner took as a filter, sorting every event after the key (1.2 s a chunk).
+    let start = `occurred_at >= ${sql.p(s.from)}::timestamptz`;
+    if (after) {
+      const at = sql.p(after[0]);
+      start += ` AND occurred_at >= ${at}::timestamptz AND (occurred_at > ${at}::timestamptz OR event_id > ${sql.p(after[1])}::uuid)`;
+    }
+    const chunk = `c AS MATERIALIZED (SELECT * FROM events WHERE tenant_id = ${sql.p(s.tenantId)} AND ${start} AND occurred_at < ${sql.p(s.to)}::timestamptz
+       ORDER BY occurred_at, event_id LIMIT ${sql.p(rows)})`;
+    const { ctes, select } = build(sql);
+    const got = await q.query<T & ChunkKey>(
+      `WITH ${chunk}, ${ctes}
+         chunk_key AS (SELECT ${exactTime('occurred_at')} AS chunk_at, event_id::text AS chunk_id, (SELECT count(*) FROM c)::int AS chunk_rows
+                         FROM c ORDER BY occurred_at DESC, event_id DESC LIMIT 1)
+       SELECT x.*, chunk_key.* FROM chunk_key LEFT JOIN (${select}) x ON true`,
+      sql.values,
+    );
+    if (got.length === 0) return;
+    each(got);
+    const key = got[0]!;
+    if (Number(key.chunk_rows) < rows) return;
+    after = [key.chunk_at, key.chunk_id];
+  }
+}
