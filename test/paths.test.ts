@@ -138,6 +138,42 @@ describe('paths', () => {
     assert.deepEqual(await ask('name=rate&steps=3&direction=previous&product=app'), [1, [[['share', 'search', 'open'], 1, 1]]]);
   });
 
+  it('links are followed one step: an id linked to a user that is itself linked counts for that user, its own events for the next', async () => {
+    const own = await tenantWithProduct(t.app);
+    // x-1 → mid-1 → top-1. x-1's events are mid-1's; mid-1's are top-1's (one step, as everywhere).
+    // x-1: open@0 buy@4 · mid-1: search@1 open@3 · top-1: view@2 rate@5.
+    const batch = [e('x-1', 'open', 0), e('mid-1', 'search', 1), e('top-1', 'view', 2), e('mid-1', 'open', 3), e('x-1', 'buy', 4), e('top-1', 'rate', 5)];
+    assert.equal((await postEvents(t.app, own.ingestKey, batch)).statusCode, 200);
+    for (const [anonymous_actor_id, identified_actor_id] of [
+      ['x-1', 'mid-1'],
+      ['mid-1', 'top-1'],
+    ]) {
+      const link = await post(t.app, own.ingestKey, '/v1/actors/identify', {
+        anonymous_actor_id,
+        identified_actor_id,
+        product: 'app',
+        product_version: '1.0.0',
+      });
+      assert.equal(link.statusCode, 200, link.body);
+    }
+    const res = await get(t.app, own.adminKey, '/v1/paths?category=ui&name=open&steps=2&from=2026-03-02&to=2026-03-03');
+    assert.equal(res.statusCode, 200, res.body);
+    // mid-1 (x-1's events): open@0, then buy@4 only. top-1 (mid-1's and its own): search view open rate: after open@3, rate.
+    assert.deepEqual(
+      [
+        res.json().occurrences,
+        res.json().paths.map((p: { events: { name: string }[]; occurrences: number; actors: number }) => [names(p), p.occurrences, p.actors]),
+      ],
+      [
+        2,
+        [
+          [['buy'], 1, 1],
+          [['rate'], 1, 1],
+        ],
+      ],
+    );
+  });
+
   it('another tenant sees none of it; bad and unknown parameters are a 400', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await get(t.app, other.adminKey, '/v1/paths?category=ui&name=open&from=2026-03-02&to=2026-03-03');
