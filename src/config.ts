@@ -42,6 +42,8 @@ export interface Config {
    * embedded store, 0 on PostgreSQL (src/http/context.ts, readChunkRows).
    */
   readChunkRows: number | undefined;
+  /** What a report read in chunks may hold in memory at most, in cells (src/query/reports/trends.ts, chunkedRows); past it a 422. */
+  readChunkMaxCells: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -88,6 +90,7 @@ const SETTINGS = {
   MAX_RSS_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },
   EXPORT_PAGE_ROWS: { schema: int(1, 100_000), takes: 'a whole number of rows from 1 to 100000' },
   READ_CHUNK_ROWS: { schema: int(0, 10_000_000), takes: 'a whole number of events from 0 (one statement) to 10000000' },
+  READ_CHUNK_MAX_CELLS: { schema: int(1, 100_000_000), takes: 'a whole number from 1 to 100000000' },
 } satisfies Record<string, Setting>;
 
 type Name = keyof typeof SETTINGS;
@@ -144,5 +147,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxRssBytes: get('MAX_RSS_BYTES', 0),
     exportPageRows: get('EXPORT_PAGE_ROWS', 5_000),
     readChunkRows: read(env, 'READ_CHUNK_ROWS') as number | undefined,
+    readChunkMaxCells: get('READ_CHUNK_MAX_CELLS', 3_000_000),
   };
 }

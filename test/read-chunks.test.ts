@@ -132,3 +132,22 @@ describe('the time budget with chunks', () => {
     }
   });
 });
+
+describe('the memory budget with chunks', () => {
+  it('past READ_CHUNK_MAX_CELLS a chunked read is a 422 query_too_large naming the range, and a smaller one still answers', async () => {
+    const small = await startTestApp({ db: store, env: { READ_CHUNK_ROWS: '5', READ_CHUNK_MAX_CELLS: '60' } });
+    try {
+      // 120 events, each its own property value `n` (and hour): far more than 60 (value, actor, bucket) cells.
+      const big = await get(small.app, tenant.adminKey, '/v1/reports/trends?from=2026-03-01&to=2026-03-22&interval=hour&property=k:v&breakdown=property:n');
+      assert.deepEqual([big.statusCode, big.json().code, big.json().errors?.[0]?.field], [422, 'query_too_large', 'range'], big.body);
+      // One name's events on one day: a handful of cells, answered as the one statement answers it.
+      const url = '/v1/reports/trends?from=2026-03-03&to=2026-03-04&property=k:v&name=open&breakdown=version';
+      const [a, b] = [await get(one.app, tenant.adminKey, url), await get(small.app, tenant.adminKey, url)];
+      assert.equal(b.statusCode, 200, b.body);
+      assert.equal(JSON.stringify(b.json()), JSON.stringify(a.json()));
+      assert.ok(a.json().series.length > 0, 'the small query has data');
+    } finally {
+      await small.close();
+    }
+  });
+});

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Plans } from '../domain/plans.js';
 import type { EventIngest } from '../ingest/pipeline.js';
 import type { Db } from '../storage/db.js';
-import { DEFAULT_CHUNK_ROWS } from '../query/reports/chunks.js';
+import { DEFAULT_CHUNK_ROWS, type ReadOptions } from '../query/reports/chunks.js';
 import type { Metrics } from './plugins/metrics.js';
 import type { RateLimiter } from './plugins/rate-limit.js';
 
@@ -26,7 +26,10 @@ export interface AppContext {
  * Raw events per statement of a report that reads them (READ_CHUNK_ROWS): chunks on the embedded store, whose one connection a
  * statement holds to its end, one statement on PostgreSQL (docs/embedded-store.md, "A long read").
  */
-export const readChunkRows = (ctx: AppContext): number => ctx.config.readChunkRows ?? (ctx.db.kind === 'pglite' ? DEFAULT_CHUNK_ROWS : 0);
+export const readOptions = (ctx: AppContext): ReadOptions => ({
+  chunkRows: ctx.config.readChunkRows ?? (ctx.db.kind === 'pglite' ? DEFAULT_CHUNK_ROWS : 0),
+  maxCells: ctx.config.readChunkMaxCells,
+});
 
 export type App = FastifyInstance<
   import('node:http').Server,

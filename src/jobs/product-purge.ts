@@ -15,7 +15,7 @@ export function productPurgeJob(intervalMs = 30_000): Job {
       const started = Date.now();
       for (const p of await productsBeingDeleted(q, 10)) {
         while (Date.now() - started < RUN_BUDGET_MS) {
-          if ((await purgeProductChunk(q, p.tenant_id, p.id, CHUNK)) === 0) {
+          if ((await q.tx((t) => purgeProductChunk(t, p.tenant_id, p.id, CHUNK))) === 0) {
             await deleteProduct(q, p.tenant_id, p.id);
             break;
           }

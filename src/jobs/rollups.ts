@@ -76,7 +76,7 @@ const RANGES_PER_MS = 1 / 25;
  * The cost per key a month-merge step is first sized by, before one has been timed: cautious, about
  * the slowest a step cost in the embedded store's worker under bench:ingest with both cores busy
  * (50 to 920 µs per key at load 2 to 13; a 400-key step of 3,171 rows took 253 ms). A step of the
- * embedded store's 100 ms then starts at 200 keys.
+ * embedded store's 200 ms then starts at 400 keys.
  */
 const FIRST_US_PER_MERGED_KEY = 500;
 

@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import { LOCKS, type Queryable } from './db.js';
 import { DERIVED_TABLES } from './read-model/tables.js';
 
 // Removing a deleted product's data in bounded chunks. Each chunk is its own statement, so a
@@ -10,8 +10,14 @@ export async function productsBeingDeleted(q: Queryable, limit: number): Promise
   return q.query('SELECT id, tenant_id FROM products WHERE status = $1 ORDER BY updated_at LIMIT $2', ['deleting', limit]);
 }
 
-/** Deletes up to `limit` rows of the product from one table after another; returns how many went. */
+/**
+ * Deletes up to `limit` rows of the product from one table after another; returns how many went.
+ * Run it in a transaction: it first takes the lock the rollup job's steps take (docs/data-rights.md),
+ * so that a step that read the product's events or rows (a fold, a month merge rewriting them) commits
+ * before the chunk picks its rows, and cannot write them back after the purge passed that table.
+ */
 export async function purgeProductChunk(q: Queryable, tenantId: string, productId: string, limit: number): Promise<number> {
+  await q.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
   for (const table of TABLES) {
     const rows = await q.query(
       `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE tenant_id = $1 AND product_id = $2 LIMIT $3)) RETURNING 1`,

@@ -6,7 +6,7 @@ import { trends, TrendsQuery } from '../../query/reports/trends.js';
 import { accountsOverTime, AccountsOverTimeQuery, versionsReport, VersionsQuery } from '../../query/reports/versions.js';
 import { ENV_FIELD_LIST, environmentShares, EnvironmentQuery } from '../../query/reports/environment.js';
 import { Type } from 'typebox';
-import { readChunkRows, type App, type AppContext } from '../context.js';
+import { readOptions, type App, type AppContext } from '../context.js';
 import { activeRows, answer, trendRows } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
@@ -37,7 +37,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      answer(request, reply, 'trends', await trends(ctx.db, principalOf(request), request.query, ctx.now(), { chunkRows: readChunkRows(ctx) }), trendRows),
+      answer(request, reply, 'trends', await trends(ctx.db, principalOf(request), request.query, ctx.now(), readOptions(ctx)), trendRows),
   );
 
   app.get(

@@ -19,6 +19,8 @@ export const DEFAULT_CHUNK_ROWS = 5_000;
 /** How a report reads raw events: in chunks of `chunkRows` events, or (0) in one statement. */
 export interface ReadOptions {
   chunkRows?: number | undefined;
+  /** What the merge of the chunks may hold, in cells (trends.ts, chunkedRows); past it a 422 query_too_large. */
+  maxCells?: number | undefined;
 }
 
 /** The chunk key columns every chunk's rows carry (see eachChunk). */

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
+import { queryTooLarge } from '../../errors.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
 import { DAY_MS, HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
@@ -216,12 +217,12 @@ async function series(
   b: Breakdown | undefined,
   limit: number,
   toNow: boolean,
-  chunkRows: number,
+  read: Required<ReadOptions>,
 ): Promise<{ source: Source; series: Series[] }> {
   const s = f.scope;
   if (s.empty) return { source: 'read_model', series: [] };
   const fromReadModel = await readModelRows(q, f, b, limit, toNow);
-  const rows = fromReadModel ?? (await rawRows(q, f, b, limit, chunkRows));
+  const rows = fromReadModel ?? (await rawRows(q, f, b, limit, read));
   return { source: fromReadModel ? 'read_model' : 'events', series: await assemble(q, f, b, rows) };
 }
 
@@ -230,8 +231,8 @@ async function series(
  * (bucket, key) and each (key, actor)'s bucket mask (maskCounts); past that (or per hour), distinct
  * actors per bucket by count(DISTINCT).
  */
-async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, chunkRows: number): Promise<Row[]> {
-  if (chunkRows > 0) return chunkedRows(q, f, b, limit, chunkRows);
+async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, read: Required<ReadOptions>): Promise<Row[]> {
+  if (read.chunkRows > 0) return chunkedRows(q, f, b, limit, read);
   const s = f.scope;
   const sql = new Params();
   const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
@@ -271,7 +272,8 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
  * the keys by their summed events in SQL (its collation orders ties, as rawRows' does), and
  * "other" is the union of the other keys' actors; so every count is the one statement's.
  */
-async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, chunkRows: number): Promise<Row[]> {
+async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, read: Required<ReadOptions>): Promise<Row[]> {
+  const { chunkRows, maxCells } = read;
   const s = f.scope;
   const [first, last] = [localDate(s.from, s.tz), localDate(new Date(s.to.getTime() - 1), s.tz)];
   const masked = s.interval !== 'hour' && bucketIndex(s.interval, first, last, new Params()) !== undefined;
@@ -280,21 +282,32 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
   const labels = masked ? [] : await bucketLabels(q, f);
   const at = new Map(labels.map((l, n) => [l, n]));
   const labelOf: (string | undefined)[] = [...labels];
-  const width = masked ? 64 : labels.length + 1;
-  const words = Math.ceil(width / 32);
-  const events = new Map<string | null, number[]>();
-  const actors = new Map<string | null, Map<string, Uint32Array>>();
+  // Memory follows what the chunks hold, never keys × buckets: events per (key, bucket) sparse; each
+  // (key, actor)'s buckets a two-word mask (up to 63 buckets) or a set of positions (hours, or more
+  // than 63 buckets). Past `maxCells` of them (READ_CHUNK_MAX_CELLS) the answer would need too much of the server's memory
+  // (on the embedded store the database's too): a 422 query_too_large, as too many buckets is.
+  let cells = 0;
+  const grow = () => {
+    if (++cells > maxCells)
+      throw queryTooLarge('too many distinct (breakdown value, actor, bucket) combinations: narrow the range, widen the interval or add a filter');
+  };
+  const events = new Map<string | null, Map<number, number>>();
+  const actors = new Map<string | null, Map<string, Buckets>>();
   const seen = (k: string | null, actor: string) => {
     let byActor = actors.get(k);
     if (!byActor) actors.set(k, (byActor = new Map()));
     let mask = byActor.get(actor);
-    if (!mask) byActor.set(actor, (mask = new Uint32Array(words)));
+    if (!mask) {
+      byActor.set(actor, (mask = masked ? new Uint32Array(2) : new Set<number>()));
+      grow();
+    }
     return mask;
   };
   const counted = (k: string | null, n: number, add: number) => {
     let perBucket = events.get(k);
-    if (!perBucket) events.set(k, (perBucket = new Array<number>(width).fill(0)));
-    perBucket[n]! += add;
+    if (!perBucket) events.set(k, (perBucket = new Map()));
+    if (!perBucket.has(n)) grow();
+    perBucket.set(n, (perBucket.get(n) ?? 0) + add);
   };
   const position = (d: string) => (masked ? Number(d) : (at.get(d) ?? labels.length));
   type ChunkRow = { t: number | null; d: string | null; k: string | null; n: number | null; actor: string | null; mask: string | null };
@@ -333,16 +346,23 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
         else if (masked) {
           // Up to 63 buckets: the mask's low and high 32 bits.
           const m = BigInt(r.mask!);
-          const mask = seen(r.k, r.actor!);
+          const mask = seen(r.k, r.actor!) as Uint32Array;
           mask[0]! |= Number(m & 0xffffffffn);
           mask[1]! |= Number(m >> 32n);
-        } else set(seen(r.k, r.actor!), position(r.d!));
+        } else {
+          const positions = seen(r.k, r.actor!) as Set<number>;
+          const n = position(r.d!);
+          if (!positions.has(n)) {
+            positions.add(n);
+            grow();
+          }
+        }
       }
     },
   );
 
   const keys = [...events.keys()];
-  const total = (k: string | null) => events.get(k)!.reduce((x, y) => x + y, 0);
+  const total = (k: string | null) => sum(events.get(k)!.values());
   let top: Set<string | null>;
   if (!b || keys.length <= limit) top = new Set(keys);
   else {
@@ -356,40 +376,49 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
   }
 
   // The series: each top key's own counts, and "other" the sum of the rest, its actors a union.
-  const groups: { k: string | null; o: boolean; events: number[]; actors: Map<string, Uint32Array> }[] = [];
+  const groups: { k: string | null; o: boolean; events: Map<number, number>; actors: Map<string, Buckets> }[] = [];
   let other: (typeof groups)[number] | undefined;
   for (const k of keys) {
-    const byActor = actors.get(k) ?? new Map<string, Uint32Array>();
+    const byActor = actors.get(k) ?? new Map<string, Buckets>();
     if (top.has(k)) {
       groups.push({ k, o: false, events: events.get(k)!, actors: byActor });
       continue;
     }
-    if (!other) groups.push((other = { k: null, o: true, events: new Array<number>(width).fill(0), actors: new Map() }));
-    events.get(k)!.forEach((n, i) => (other!.events[i]! += n));
+    if (!other) groups.push((other = { k: null, o: true, events: new Map(), actors: new Map() }));
+    for (const [p, n] of events.get(k)!) other.events.set(p, (other.events.get(p) ?? 0) + n);
     for (const [actor, mask] of byActor) {
       const union = other.actors.get(actor);
-      if (!union) other.actors.set(actor, Uint32Array.from(mask));
-      else mask.forEach((w, i) => (union[i]! |= w));
+      if (!union) other.actors.set(actor, mask instanceof Set ? new Set(mask) : Uint32Array.from(mask));
+      else if (mask instanceof Set) for (const p of mask) (union as Set<number>).add(p);
+      else mask.forEach((w, i) => ((union as Uint32Array)[i]! |= w));
     }
   }
   // Rows as rawRows answers them: a total per series, and a point per bucket with events (assemble keeps the range's labels).
   const rows: Row[] = [];
   for (const g of groups) {
-    const perBucket = new Array<number>(width).fill(0);
-    for (const mask of g.actors.values()) mask.forEach((w, i) => eachBit(w, (bit) => perBucket[i * 32 + bit]!++));
-    rows.push({ date: null, k: g.k, o: g.o, events: String(g.events.reduce((x, y) => x + y, 0)), actors: String(g.actors.size) });
-    g.events.forEach((n, p) => {
+    const perBucket = new Map<number, number>();
+    const one = (p: number) => perBucket.set(p, (perBucket.get(p) ?? 0) + 1);
+    for (const mask of g.actors.values()) {
+      if (mask instanceof Set) mask.forEach(one);
+      else mask.forEach((w, i) => eachBit(w, (bit) => one(i * 32 + bit)));
+    }
+    rows.push({ date: null, k: g.k, o: g.o, events: String(sum(g.events.values())), actors: String(g.actors.size) });
+    for (const [p, n] of [...g.events].sort((x, y) => x[0] - y[0])) {
       const date = labelOf[p];
-      if (n > 0 && date !== undefined) rows.push({ date, k: g.k, o: g.o, events: String(n), actors: String(perBucket[p]) });
-    });
+      if (n > 0 && date !== undefined) rows.push({ date, k: g.k, o: g.o, events: String(n), actors: String(perBucket.get(p) ?? 0) });
+    }
   }
   return rows;
 }
 
-/** Sets bit n of a mask of 32-bit words. */
-function set(mask: Uint32Array, n: number): void {
-  mask[n >> 5]! |= 1 << (n & 31);
-}
+/** A (key, actor)'s buckets in chunkedRows: a mask of up to 63 bucket numbers (two 32-bit words), or a set of positions. */
+type Buckets = Uint32Array | Set<number>;
+
+const sum = (xs: Iterable<number>) => {
+  let n = 0;
+  for (const x of xs) n += x;
+  return n;
+};
 
 async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows: Row[]): Promise<Series[]> {
   const labels = await bucketLabels(q, f);
@@ -417,7 +446,7 @@ async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows
 }
 
 export async function trends(q: Queryable, principal: Principal, p: TrendsParams, now: Date, opts: ReadOptions = {}) {
-  const chunkRows = opts.chunkRows ?? 0;
+  const read = { chunkRows: opts.chunkRows ?? 0, maxCells: opts.maxCells ?? 3_000_000 };
   const b = parseBreakdown(p.breakdown);
   if (b?.account) requireAccountAnswers(principal);
   const f = await resolveFilters(q, principal, p, now);
@@ -425,7 +454,7 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
   const limit = p.limit ?? 10;
   // A range that ends now (no `to`) may count its current hour whole: nothing has happened after now.
   const toNow = p.to === undefined;
-  const now_ = await series(q, f, b, limit, toNow, chunkRows);
+  const now_ = await series(q, f, b, limit, toNow, read);
   const answer = { ...(await head(q, f.scope)), breakdown: p.breakdown ?? null, source: now_.source, series: now_.series };
   if (!f.compare) return answer;
   const prev = previousPeriod(f);
@@ -433,7 +462,7 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
     ...answer,
     compare: {
       range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() },
-      series: (await series(q, prev, b, limit, false, chunkRows)).series,
+      series: (await series(q, prev, b, limit, false, read)).series,
     },
   };
 }
