@@ -1,7 +1,7 @@
 // Measures POST /v1/events end to end (a spawned server, driven over real HTTP from this process) against the raw ceiling of the same store: the same rows through the same events insert (eventsInsertSql, as its own statement and transaction, as the server's batch write runs it), no HTTP, no validation.
 // Usage: npm run bench:ingest -- [--store pglite|postgres] [--duration 15] [--concurrency 4] [--runs 3] [--warmup 5]
 //        [--latency-duration 5] [--latency-concurrency N] [--rollups] [--rollups-duration 180] [--backlog 1000000] [--profile DIR] [--store-alone]
-//        [--long-read PATH [--long-read-duration 20]]
+//        [--long-read PATH [--long-read-duration 20]] [--alternate K [--alternate-duration 60]]
 //   (DATABASE_URL picks the PostgreSQL database; see docs/benchmarks.md). --rollups: the same HTTP load again on a server with the
 //   rollup job at its default interval, the read model's lag every 5 s, the events it folded by the phase's end, and the database
 //   time to fold a backlog of --backlog events.
@@ -39,6 +39,8 @@ const { values: opt } = parseArgs({
     'store-alone': { type: 'boolean', default: false },
     'long-read': { type: 'string' },
     'long-read-duration': { type: 'string', default: '20' },
+    alternate: { type: 'string', default: '0' },
+    'alternate-duration': { type: 'string', default: '60' },
   },
 });
 const STORE = opt.store === 'postgres' ? 'postgres' : opt.store === 'pglite' ? 'pglite' : fail(`--store must be pglite or postgres, got ${opt.store}`);
@@ -493,6 +495,36 @@ async function main(): Promise<void> {
   // Then the job off again, the same runs on the table as big as the rollups phase left it: the off runs above wrote
   // into a table that started empty (their rate falls run by run as it grows), so their median flatters "off".
   const offAfter = on ? await offAfterPhase(on.seconds) : undefined;
+  // --alternate K (with --rollups): the job's cost measured on a table of about the same size on both sides. K runs with the
+  // job on, each between two runs with it off (off, on, off, on, …, off), every run --alternate-duration seconds of the same
+  // load; each on run against the mean of the two off runs around it (the table grows through all of them, so a drift with
+  // its size weighs on both sides alike). An on run starts to count once the job has begun: its server first sends for
+  // ROLLUP_INTERVAL_SECONDS + 5 s (the job's first run comes one interval after a start), uncounted. The job folds what the
+  // off runs before it left, so an on run carries a backlog too: this errs against the job.
+  const alternated = opt.rollups && Number(opt.alternate) > 0 ? await alternatePhase(Number(opt.alternate), Number(opt['alternate-duration'])) : undefined;
+  async function alternatePhase(k: number, seconds: number) {
+    const off: number[] = [],
+      on: number[] = [];
+    const interval = Number(process.env.ROLLUP_INTERVAL_SECONDS ?? 60);
+    const one = async (name: string) => {
+      const cpu = cpuMeter(server.pid!);
+      const h = await closedLoop(CONCURRENCY, seconds, sendBig);
+      counted += h.events;
+      console.log(`${name}: http ${r0(h.events / h.seconds)} events/s (p99 ${pct(h.latencies, 99).toFixed(1)} ms per 1000-event batch; ${cpu()})`);
+      return h.events / h.seconds;
+    };
+    for (let i = 0; ; i++) {
+      await restart(false);
+      off.push(await one(`alternate off ${i + 1}`));
+      if (i === k) break;
+      await restart(true);
+      counted += (await closedLoop(CONCURRENCY, interval + 5, sendBig)).events; // until the job has begun
+      on.push(await one(`alternate on ${i + 1}`));
+    }
+    const ratios = on.map((r, i) => r / ((off[i]! + off[i + 1]!) / 2));
+    console.log(`alternate: on ÷ mean of the off runs around it ${ratios.map((x) => x.toFixed(3)).join(', ')} → median ${median(ratios).toFixed(3)}`);
+    return { off, on, ratios };
+  }
   async function offAfterPhase(seconds: number) {
     await restart(false);
     return bigRuns('off-after', seconds);
@@ -580,6 +612,10 @@ async function main(): Promise<void> {
     ...(offAfter && {
       events_per_s_off_after: r0(median(offAfter)),
       read_model_ratio_off_after: Number((median(on.rates) / median(offAfter)).toFixed(3)),
+    }),
+    ...(alternated && {
+      read_model_ratio_alternated: Number(median(alternated.ratios).toFixed(3)),
+      read_model_ratios_alternated: alternated.ratios.map((x) => Number(x.toFixed(3))),
     }),
     read_model_lag_p99_s: on.steady.length ? Number(pct(on.steady, 99).toFixed(1)) : null,
     read_model_lag_max_s: on.steady.length ? Number(Math.max(...on.steady).toFixed(1)) : null,

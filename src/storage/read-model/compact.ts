@@ -63,6 +63,10 @@ const MONTH_KEY = ['tenant_id', 'month', 'actor_id', 'product_id', 'account_id',
 export function mergeMonthsStep(limit: number): ScriptStatement[] {
   const key = MONTH_KEY.join(', ');
   return [
+    // The keys come from the partial index in key order (a LIMIT over its first entries, whatever the table's size), each
+    // key's rows through an index: with the statistics stale (after a first fold) the planner chose a scan and sort of every
+    // unmerged row per step, 0.35 s for 192k rows, growing with the backlog.
+    { sql: "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashagg', 'off', true)" },
     {
       name: 'merged',
       sql: `WITH k AS MATERIALIZED (
