@@ -147,6 +147,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxRssBytes: get('MAX_RSS_BYTES', 0),
     exportPageRows: get('EXPORT_PAGE_ROWS', 5_000),
     readChunkRows: read(env, 'READ_CHUNK_ROWS') as number | undefined,
-    readChunkMaxCells: get('READ_CHUNK_MAX_CELLS', 3_000_000),
+    readChunkMaxCells: get('READ_CHUNK_MAX_CELLS', 3_000_000), // chunks.ts DEFAULT_MAX_CELLS
   };
 }

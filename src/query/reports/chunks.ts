@@ -23,6 +23,12 @@ export interface ReadOptions {
   maxCells?: number | undefined;
 }
 
+/** What a read in chunks may hold while it merges them, in cells, when nothing says otherwise (READ_CHUNK_MAX_CELLS). */
+export const DEFAULT_MAX_CELLS = 3_000_000;
+
+/** ReadOptions with their defaults: one statement, DEFAULT_MAX_CELLS. */
+export const readWith = (opts: ReadOptions): Required<ReadOptions> => ({ chunkRows: opts.chunkRows ?? 0, maxCells: opts.maxCells ?? DEFAULT_MAX_CELLS });
+
 /** The chunk key columns every chunk's rows carry (see eachChunk). */
 interface ChunkKey {
   chunk_at: string;

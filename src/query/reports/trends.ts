@@ -5,7 +5,7 @@ import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakd
 import { DAY_MS, HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
 import { bucketIndex, bucketLabels, bucketStart, eachBit, type BucketIndex } from './buckets.js';
-import { eachChunk, type ReadOptions } from './chunks.js';
+import { eachChunk, readWith, type ReadOptions } from './chunks.js';
 import {
   ACTOR,
   bucketOf,
@@ -446,7 +446,7 @@ async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows
 }
 
 export async function trends(q: Queryable, principal: Principal, p: TrendsParams, now: Date, opts: ReadOptions = {}) {
-  const read = { chunkRows: opts.chunkRows ?? 0, maxCells: opts.maxCells ?? 3_000_000 };
+  const read = readWith(opts);
   const b = parseBreakdown(p.breakdown);
   if (b?.account) requireAccountAnswers(principal);
   const f = await resolveFilters(q, principal, p, now);
