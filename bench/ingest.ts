@@ -435,12 +435,16 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const probesAlone = await alone();
     const reads: number[] = [];
+    const refused: number[] = []; // 422 query_too_large: a read in chunks past its budget (READ_CHUNK_BUDGET_MS)
     let stop = false;
     const reader = (async () => {
       while (!stop) {
         const t = performance.now();
-        await api('GET', path, adminKey);
-        reads.push(performance.now() - t);
+        const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${adminKey}` } });
+        await res.arrayBuffer();
+        if (res.status === 422) refused.push(performance.now() - t);
+        else if (res.ok) reads.push(performance.now() - t);
+        else throw new Error(`GET ${path}: ${res.status}`);
       }
     })();
     const during = probe(sendProbe);
@@ -451,8 +455,10 @@ async function main(): Promise<void> {
     const result = {
       path,
       reads: reads.length,
-      read_ms_p50: Number(pct(reads, 50).toFixed(1)),
-      read_ms_max: Number(Math.max(...reads).toFixed(1)),
+      read_ms_p50: reads.length ? Number(pct(reads, 50).toFixed(1)) : null,
+      read_ms_max: reads.length ? Number(Math.max(...reads).toFixed(1)) : null,
+      refused_422: refused.length,
+      refused_after_ms_max: refused.length ? Number(Math.max(...refused).toFixed(1)) : null,
       probe_100_event_p99_ms: { alone: Number(pct(probesAlone, 99).toFixed(1)), during: Number(pct(probesDuring, 99).toFixed(1)) },
       probe_100_event_max_ms: { alone: Number(Math.max(...probesAlone).toFixed(1)), during: Number(Math.max(...probesDuring).toFixed(1)) },
     };

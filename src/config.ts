@@ -44,6 +44,8 @@ export interface Config {
   readChunkRows: number | undefined;
   /** What a report read in chunks may hold in memory at most, in cells (src/query/reports/trends.ts, chunkedRows); past it a 422. */
   readChunkMaxCells: number;
+  /** How long a report read in chunks may take in all; past it a 422 (src/query/reports/chunks.ts). */
+  readChunkBudgetMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -91,6 +93,7 @@ const SETTINGS = {
   EXPORT_PAGE_ROWS: { schema: int(1, 100_000), takes: 'a whole number of rows from 1 to 100000' },
   READ_CHUNK_ROWS: { schema: int(0, 10_000_000), takes: 'a whole number of events from 0 (one statement) to 10000000' },
   READ_CHUNK_MAX_CELLS: { schema: int(1, 100_000_000), takes: 'a whole number from 1 to 100000000' },
+  READ_CHUNK_BUDGET_MS: { schema: int(1, 600_000), takes: 'a whole number of milliseconds from 1 to 600000' },
 } satisfies Record<string, Setting>;
 
 type Name = keyof typeof SETTINGS;
@@ -148,5 +151,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportPageRows: get('EXPORT_PAGE_ROWS', 5_000),
     readChunkRows: read(env, 'READ_CHUNK_ROWS') as number | undefined,
     readChunkMaxCells: get('READ_CHUNK_MAX_CELLS', 3_000_000), // chunks.ts DEFAULT_MAX_CELLS
+    readChunkBudgetMs: get('READ_CHUNK_BUDGET_MS', 30_000), // chunks.ts DEFAULT_BUDGET_MS
   };
 }

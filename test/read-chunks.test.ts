@@ -165,8 +165,8 @@ describe('the time budget with chunks', () => {
   });
 });
 
-describe('the memory budget with chunks', () => {
-  it('past READ_CHUNK_MAX_CELLS a chunked read is a 422 query_too_large naming the range, and a smaller one still answers', async () => {
+describe('the memory and time budgets with chunks', () => {
+  it('past READ_CHUNK_MAX_CELLS or READ_CHUNK_BUDGET_MS a chunked read is a 422 query_too_large naming the range, and a smaller one still answers', async () => {
     const small = await startTestApp({ db: store, env: { READ_CHUNK_ROWS: '5', READ_CHUNK_MAX_CELLS: '60' } });
     try {
       // 120 events, each its own property value `n` (and hour): far more than 60 (value, actor, bucket) cells.
@@ -178,6 +178,16 @@ describe('the memory budget with chunks', () => {
       assert.equal(b.statusCode, 200, b.body);
       assert.equal(JSON.stringify(b.json()), JSON.stringify(a.json()));
       assert.ok(a.json().series.length > 0, 'the small query has data');
+      // A read in chunks past its time budget: a 422 too (here a budget of 1 ms, passed after the first chunk).
+      const slow = await startTestApp({ db: store, env: { READ_CHUNK_ROWS: '5', READ_CHUNK_BUDGET_MS: '1' } });
+      try {
+        for (const path of ['trends?from=2026-03-01&to=2026-03-22&property=k:v', 'active-actors?from=2026-03-01&to=2026-03-22&property=k:v']) {
+          const res = await get(slow.app, tenant.adminKey, `/v1/reports/${path}`);
+          assert.deepEqual([res.statusCode, res.json().code, res.json().errors?.[0]?.field], [422, 'query_too_large', 'range'], `${path}: ${res.body}`);
+        }
+      } finally {
+        await slow.close();
+      }
       // Active actors hold a mask per actor: 9 actors of two words (95 days) are more than 10 cells.
       const small2 = await startTestApp({ db: store, env: { READ_CHUNK_ROWS: '5', READ_CHUNK_MAX_CELLS: '10' } });
       try {

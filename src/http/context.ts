@@ -29,6 +29,7 @@ export interface AppContext {
 export const readOptions = (ctx: AppContext): ReadOptions => ({
   chunkRows: ctx.config.readChunkRows ?? (ctx.db.kind === 'pglite' ? DEFAULT_CHUNK_ROWS : 0),
   maxCells: ctx.config.readChunkMaxCells,
+  budgetMs: ctx.config.readChunkBudgetMs,
 });
 
 export type App = FastifyInstance<

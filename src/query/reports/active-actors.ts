@@ -166,7 +166,7 @@ async function chunkedMasks(q: Queryable, f: Filters, ad: ActorDays, words: numb
   await eachChunk<{ actor: string | null; w: string | null }>(
     q,
     wide,
-    read.chunkRows,
+    read,
     (c) => {
       const off = `((e.occurred_at AT TIME ZONE ${c.p(s.tz)})::date - ${c.p(ad.backDay)}::date)`;
       const bits = ws.map((w) => `bit_or(CASE WHEN off / ${WORD} = ${w} THEN 1::bigint << (off % ${WORD}) ELSE 0 END) AS w${w}`).join(', ');

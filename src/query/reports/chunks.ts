@@ -1,3 +1,4 @@
+import { queryTooLarge } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
 import { exactTime, Params, type Filters } from '../filters.js';
 
@@ -21,13 +22,25 @@ export interface ReadOptions {
   chunkRows?: number | undefined;
   /** What the merge of the chunks may hold, in cells (trends.ts, chunkedRows); past it a 422 query_too_large. */
   maxCells?: number | undefined;
+  /**
+   * How long a read in chunks may take in all (READ_CHUNK_BUDGET_MS); past it a 422 query_too_large, as a statement past
+   * PostgreSQL's timeout is, not a request that outlives the server's socket timeout (75 s) unanswered.
+   */
+  budgetMs?: number | undefined;
 }
 
 /** What a read in chunks may hold while it merges them, in cells, when nothing says otherwise (READ_CHUNK_MAX_CELLS). */
 export const DEFAULT_MAX_CELLS = 3_000_000;
 
-/** ReadOptions with their defaults: one statement, DEFAULT_MAX_CELLS. */
-export const readWith = (opts: ReadOptions): Required<ReadOptions> => ({ chunkRows: opts.chunkRows ?? 0, maxCells: opts.maxCells ?? DEFAULT_MAX_CELLS });
+/** How long a read in chunks may take when nothing says otherwise: twice PostgreSQL's statement timeout, for chunks cost more than one statement. */
+export const DEFAULT_BUDGET_MS = 30_000;
+
+/** ReadOptions with their defaults: one statement, DEFAULT_MAX_CELLS, DEFAULT_BUDGET_MS. */
+export const readWith = (opts: ReadOptions): Required<ReadOptions> => ({
+  chunkRows: opts.chunkRows ?? 0,
+  maxCells: opts.maxCells ?? DEFAULT_MAX_CELLS,
+  budgetMs: opts.budgetMs ?? DEFAULT_BUDGET_MS,
+});
 
 /** The chunk key columns every chunk's rows carry (see eachChunk). */
 interface ChunkKey {
@@ -38,6 +51,7 @@ interface ChunkKey {
 
 /**
  * Runs one statement per chunk of the scope's raw events and hands each one's rows to `each`.
+ * Past `read.budgetMs` in all (checked between chunks), a 422 query_too_large.
  * `build(sql)` gets the chunk's Params (the chunk's own bounds are in it) and returns the CTEs
  * (after `c`, the chunk's events with every column of `events`; each CTE followed by a comma) and
  * the SELECT over them; read the chunk as a table of events with `rawEvents(…, 'c')`. The rows of
@@ -47,13 +61,17 @@ interface ChunkKey {
 export async function eachChunk<T>(
   q: Queryable,
   f: Filters,
-  rows: number,
+  read: Required<ReadOptions>,
   build: (sql: Params) => { ctes: string; select: string },
   each: (rows: T[]) => void,
 ): Promise<void> {
   const s = f.scope;
+  const rows = read.chunkRows;
+  const began = performance.now();
   let after: [string, string] | undefined;
   for (;;) {
+    if (after && performance.now() - began > read.budgetMs)
+      throw queryTooLarge(`more events than fit the read's ${read.budgetMs} ms: narrow the range or add a filter`);
     const sql = new Params();
     // After the last chunk's key: written as a bound on occurred_at and an OR, not as the row comparison
     // (occurred_at, event_id) > (…), which the planner took as a filter, sorting every event after the key (1.2 s a chunk).

@@ -273,7 +273,7 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
  * "other" is the union of the other keys' actors; so every count is the one statement's.
  */
 async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit: number, read: Required<ReadOptions>): Promise<Row[]> {
-  const { chunkRows, maxCells } = read;
+  const { maxCells } = read;
   const s = f.scope;
   const [first, last] = [localDate(s.from, s.tz), localDate(new Date(s.to.getTime() - 1), s.tz)];
   const masked = s.interval !== 'hour' && bucketIndex(s.interval, first, last, new Params()) !== undefined;
@@ -314,7 +314,7 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
   await eachChunk<ChunkRow>(
     q,
     f,
-    chunkRows,
+    read,
     (sql) => {
       const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
       const env = b?.env ? `${ENV_CTE(sql.p(s.tenantId))},` : '';
