@@ -5,7 +5,7 @@ import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { compactDay, mergeMonthsStep } from '../src/storage/read-model/compact.js';
 import { LOCKS } from '../src/storage/db.js';
-import { foldStep } from '../src/storage/rollups.js';
+import { foldStep, foldStepDone } from '../src/storage/rollups.js';
 import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -400,5 +400,49 @@ describe('the rollup job on a busy store', () => {
     );
     const [{ n }] = (await t.db.query<{ n: number }>('SELECT sum(events)::int AS n FROM rm_event_hours WHERE tenant_id = $1', [tenant.id])) as [{ n: number }];
     assert.equal(n, 50);
+  });
+});
+
+describe("a fold step's BRIN summary", () => {
+  it('summarises at most `ranges` ranges per index, walking past ranges summarised before: after a restart (a new cursor) it goes on where the work is', async () => {
+    const tn = await tenantWithProduct(t.app, 'business');
+    const [{ product }] = (await t.db.query<{ product: string }>('SELECT id::text AS product FROM products WHERE tenant_id = $1', [tn.id])) as [
+      { product: string },
+    ];
+    // About 12 MB of events, so the heap holds at least 9 ranges of 128 pages (1 MB) each.
+    await t.db.query(
+      `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at, actor_id, properties)
+       SELECT $1, gen_random_uuid(), $2, '1.0.0', 'ui', 'click', now(), now(), 'brin-' || g, jsonb_build_object('pad', repeat('x', 300))
+         FROM generate_series(1, 30000) g`,
+      [tn.id, product],
+    );
+    try {
+      const ranges = 3;
+      const [{ pages }] = (await t.db.query<{ pages: number }>("SELECT (pg_relation_size('events') / current_setting('block_size')::int)::int AS pages")) as [
+        { pages: number },
+      ];
+      assert.ok(pages >= 9 * 128, `events has ${pages} pages`);
+      // The first 9 ranges not summarised, whatever vacuum did before.
+      for (let r = 0; r < 9; r++) await t.db.query("SELECT brin_desummarize_range('events_ingest_xid', $1)", [r * 128]);
+      const step = async (cursor: Map<string, number>) => {
+        const input = { cursor, ranges, width: 1, until: undefined, budget: 1 };
+        const res = await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(foldStep(input), { derived: true }));
+        return { ...foldStepDone(input, res!.rows), at: cursor.get('events_ingest_xid')! };
+      };
+      // A first step from the table's start: the first 3 ranges, summarised; no fold (more are left).
+      const first = await step(new Map());
+      assert.deepEqual([first.folded, first.at], [false, 3 * 128]);
+      // A restart: a new cursor at 0. The 3 summarised ranges are walked past, the next 3 summarised (the old step
+      // stopped after 3 ranges whatever it did, and summarised none here).
+      const second = await step(new Map());
+      assert.equal(second.folded, false);
+      assert.ok(second.at >= 6 * 128, `the second step's cursor is at page ${second.at}`);
+      const [{ summarised }] = (await t.db.query<{ summarised: number }>(
+        `SELECT count(*) FILTER (WHERE brin_summarize_range('events_ingest_xid', b) = 0)::int AS summarised FROM generate_series(0, 5 * 128, 128) b`,
+      )) as [{ summarised: number }];
+      assert.equal(summarised, 6, 'ranges 0 to 5 were summarised by the two steps');
+    } finally {
+      await t.db.query('DELETE FROM events WHERE tenant_id = $1', [tn.id]);
+    }
   });
 });

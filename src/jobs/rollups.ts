@@ -191,7 +191,9 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
         });
         more = done!.capped;
         // The indexes first, a few page ranges per step (the step only summarised): a fold reads every range not summarised.
-        if (!done!.folded) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / ms)));
+        // Sized by steps that summarised most of what they could: one that walked past ranges summarised before (after a
+        // restart) took little time for little work, which says nothing of a range's cost.
+        if (!done!.folded && done!.summarised >= ranges / 2) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / ms)));
         else {
           until ??= done!.xmax;
           size = nextSize(size, { xids: done!.xids, events: done!.events, cut: done!.cut, ms }, sliceMs);
