@@ -54,8 +54,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.ActiveActorsAnswer, ...errors },
       },
     },
-    async (request, reply) =>
-      answer(request, reply, 'active-actors', await activeActors(ctx.db, principalOf(request), request.query, ctx.now(), readOptions(ctx)), activeRows),
+    async (request, reply) => answer(request, reply, 'active-actors', await activeActors(ctx.db, principalOf(request), request.query, ctx.now()), activeRows),
   );
 
   app.get(

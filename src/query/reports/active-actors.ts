@@ -1,10 +1,8 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { ACTOR, checkBuckets, FilterProps, head, Params, previousPeriod, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { checkBuckets, FilterProps, head, Params, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { DAY_MS } from '../scope.js';
-import { queryTooLarge } from '../../errors.js';
-import { actorDays, localActorMonths, widened, type ActorDays } from './actor-days.js';
-import { eachChunk, readWith, type ReadOptions } from './chunks.js';
+import { actorDays, localActorMonths } from './actor-days.js';
 import { bucketStart, eachWordBit, WORD_DAYS as WORD, wordsText } from './buckets.js';
 
 // Active actors (docs/reports.md): distinct actors per interval; DAU, WAU and MAU per day, rolling
@@ -34,7 +32,7 @@ const ymd = (day: string) => ({ y: Number(day.slice(0, 4)), m: Number(day.slice(
  * in this one). A sort of every (actor, day) pair by window functions took seconds on the
  * embedded store at 1M events.
  */
-async function period(q: Queryable, f: Filters, read: Required<ReadOptions>) {
+async function period(q: Queryable, f: Filters) {
   const s = f.scope;
   let sql = new Params();
   const ad = actorDays(f, sql);
@@ -56,12 +54,6 @@ async function period(q: Queryable, f: Filters, read: Required<ReadOptions>) {
     const off = `(day - ${sql.p(ad.backDay)}::date)`;
     m = `SELECT actor, ${words.map((w) => `bit_or(CASE WHEN ${off} / ${WORD} = ${w} THEN 1::bigint << (${off} % ${WORD}) ELSE 0 END) AS w${w}`).join(', ')}
          FROM (${ad.sql}) ad GROUP BY actor`;
-  }
-  // Raw events in chunks (the embedded store: chunks.ts): each actor's words ORed here, then the
-  // same grouping over them as one statement of as many rows as actors, not events.
-  if (ad.source === 'events' && read.chunkRows > 0) {
-    sql = new Params();
-    m = await chunkedMasks(q, f, ad, words.length, read, sql);
   }
   const rows = await q.query<{ w: string; first: string | null; n: string }>(
     `WITH m AS (${m})
@@ -152,59 +144,16 @@ async function period(q: Queryable, f: Filters, read: Required<ReadOptions>) {
   };
 }
 
-/**
- * Each actor's active days as 63-day words (as period's one statement builds them from the raw
- * events' (day, actor) pairs), read in chunks of raw events and ORed per actor here; answered as
- * SQL of the rows (actor, w0 …) from arrays in `sql`. What it holds (actors × words) is bounded by
- * `maxCells`: past it a 422 query_too_large.
- */
-async function chunkedMasks(q: Queryable, f: Filters, ad: ActorDays, words: number, read: Required<ReadOptions>, sql: Params): Promise<string> {
-  const s = f.scope;
-  const wide = widened(f);
-  const ws = Array.from({ length: words }, (_, w) => w);
-  const masks = new Map<string, number[]>(); // per actor, each word's low and high 32 bits
-  await eachChunk<{ actor: string | null; w: string | null }>(
-    q,
-    wide,
-    read,
-    (c) => {
-      const off = `((e.occurred_at AT TIME ZONE ${c.p(s.tz)})::date - ${c.p(ad.backDay)}::date)`;
-      const bits = ws.map((w) => `bit_or(CASE WHEN off / ${WORD} = ${w} THEN 1::bigint << (off % ${WORD}) ELSE 0 END) AS w${w}`).join(', ');
-      return {
-        ctes: `r AS MATERIALIZED (${rawEvents(wide, c, `${off} AS off, ${ACTOR} AS actor`, '', 'c')}),`,
-        select: `SELECT m.actor, ${wordsText('m', words)} AS w FROM (SELECT actor, ${bits} FROM r GROUP BY actor) m`,
-      };
-    },
-    (rows) => {
-      for (const r of rows) {
-        if (r.actor === null) continue;
-        const halves = r.w!.split(',').map(Number);
-        const mask = masks.get(r.actor);
-        if (mask) halves.forEach((h, i) => (mask[i] = (mask[i]! | h) >>> 0));
-        else {
-          if ((masks.size + 1) * words > read.maxCells) throw queryTooLarge('too many actors to count in the range: narrow the range or add a filter');
-          masks.set(r.actor, halves);
-        }
-      }
-    },
-  );
-  const actors = [...masks.keys()];
-  const word = (w: number) => actors.map((a) => String((BigInt(masks.get(a)![2 * w + 1]!) << 32n) | BigInt(masks.get(a)![2 * w]!)));
-  const columns = ws.map((w) => `w${w}`).join(', ');
-  return `SELECT * FROM unnest(${sql.p(actors)}::text[], ${ws.map((w) => `${sql.p(word(w))}::bigint[]`).join(', ')}) AS m(actor, ${columns})`;
-}
-
 const empty = { source: 'read_model' as const, data: [], rolling: [], lifecycle: [], stickiness: { dau_mau: 0, days_active: [] } };
 
-export async function activeActors(q: Queryable, principal: Principal, p: ActiveActorsParams, now: Date, opts: ReadOptions = {}) {
-  const read = readWith(opts);
+export async function activeActors(q: Queryable, principal: Principal, p: ActiveActorsParams, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
-  const answer = { ...(await head(q, f.scope)), ...(f.scope.empty ? empty : await period(q, f, read)) };
+  const answer = { ...(await head(q, f.scope)), ...(f.scope.empty ? empty : await period(q, f)) };
   if (!f.compare) return answer;
   const prev = previousPeriod(f);
   return {
     ...answer,
-    compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...(prev.scope.empty ? empty : await period(q, prev, read)) },
+    compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...(prev.scope.empty ? empty : await period(q, prev)) },
   };
 }
