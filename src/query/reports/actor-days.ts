@@ -85,22 +85,15 @@ export function localActorDays(f: Filters, sql: Params, first: Ymd, last: Ymd, c
      WHERE ${w.join(' AND ')}) a`;
 }
 
-/** The filters from the first local day actorDays reaches back to (MAU's window, or the previous month's start), to `to`. */
-export function widened(f: Filters): Filters {
-  const s = f.scope;
-  const first = localDate(s.from, s.tz);
-  const back = Math.min(zonedMidnight(first.y, first.m, first.d - 29, s.tz).getTime(), zonedMidnight(first.y, first.m - 1, 1, s.tz).getTime());
-  return { ...f, scope: { ...s, from: new Date(back) } };
-}
-
 /** The pairs from `from` less 29 days (MAU's window) or the previous month's start, whichever is earlier, to `to`. */
 export function actorDays(f: Filters, sql: Params): ActorDays {
   const s = f.scope;
   if (s.interval === 'hour') throw validationError([{ field: 'interval', message: 'active actors are counted per day, week or month' }]);
   const first = localDate(s.from, s.tz);
   const last = localDate(new Date(s.to.getTime() - 1), s.tz);
-  const wide = widened(f);
-  const backDay = localDate(wide.scope.from, s.tz);
+  const back = Math.min(zonedMidnight(first.y, first.m, first.d - 29, s.tz).getTime(), zonedMidnight(first.y, first.m - 1, 1, s.tz).getTime());
+  const backDay = localDate(new Date(back), s.tz);
+  const wide: Filters = { ...f, scope: { ...s, from: new Date(back) } };
   const range = { firstDay: isoDay(first), lastDay: isoDay(last), backDay: isoDay(backDay) };
   if (!actorDaysAnswer(f, backDay, last)) {
     return { ...range, source: 'events', sql: rawEvents(wide, sql, `(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
