@@ -39,13 +39,13 @@ export interface Config {
   exportPageRows: number;
   /**
    * Raw events per statement of a report that reads them (src/query/reports/chunks.ts); 0: one statement. Unset: 5,000 on the
-   * embedded store, 0 on PostgreSQL (src/http/context.ts, readChunkRows).
+   * embedded store, 0 on PostgreSQL (src/http/context.ts, readOptions).
    */
   readChunkRows: number | undefined;
-  /** What a report read in chunks may hold in memory at most, in cells (src/query/reports/trends.ts, chunkedRows); past it a 422. */
-  readChunkMaxCells: number;
-  /** How long a report read in chunks may take in all; past it a 422 (src/query/reports/chunks.ts). */
-  readChunkBudgetMs: number;
+  /** What a report read in chunks may hold in memory at most, in cells; past it a 422. Unset: chunks.ts, DEFAULT_MAX_CELLS. */
+  readChunkMaxCells: number | undefined;
+  /** How long a report read in chunks may take in all; past it a 422. Unset: chunks.ts, DEFAULT_BUDGET_MS. */
+  readChunkBudgetMs: number | undefined;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -150,7 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxRssBytes: get('MAX_RSS_BYTES', 0),
     exportPageRows: get('EXPORT_PAGE_ROWS', 5_000),
     readChunkRows: read(env, 'READ_CHUNK_ROWS') as number | undefined,
-    readChunkMaxCells: get('READ_CHUNK_MAX_CELLS', 3_000_000), // chunks.ts DEFAULT_MAX_CELLS
-    readChunkBudgetMs: get('READ_CHUNK_BUDGET_MS', 30_000), // chunks.ts DEFAULT_BUDGET_MS
+    readChunkMaxCells: read(env, 'READ_CHUNK_MAX_CELLS') as number | undefined,
+    readChunkBudgetMs: read(env, 'READ_CHUNK_BUDGET_MS') as number | undefined,
   };
 }

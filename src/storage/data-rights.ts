@@ -3,7 +3,7 @@
 // actor ids (raw or derived) must be added there, or an erasure leaves it behind.
 import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import { LOCKS, type Queryable } from './db.js';
+import { lockReadModelWrites, type Queryable } from './db.js';
 import { iso } from './rows.js';
 
 export const actorDigest = (tenantId: string, actorId: string) => createHash('sha256').update(`${tenantId}\u0000${actorId}`).digest('hex');
@@ -76,9 +76,7 @@ export type Erased = Record<string, number>;
  * Usage counters (billing) are not changed: they count events, not people.
  */
 export async function eraseActor(q: Queryable, tenantId: string, actorId: string): Promise<Erased> {
-  // Waits for the rollup job's step in flight and holds its next one off until this transaction
-  // ends: a step that read the actor's events or rows before this commits would write them back.
-  await q.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
+  await lockReadModelWrites(q);
   const ids = await actorIds(q, tenantId, actorId);
   const p = [tenantId, ids];
   const erased: Erased = {};

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { attachCatalog } from './catalog.js';
-import type { Db, StoreLog } from './store.js';
+import type { Db, Queryable, StoreLog } from './store.js';
 
 // Opens a store: PGlite (the embedded store, storage/embedded/, default) or a PostgreSQL server
 // (postgres.ts), both behind the Db interface (store.ts), with its catalog reads (catalog.ts).
@@ -18,6 +18,14 @@ export const LOCKS = {
   /** A transaction-level lock: each of the rollup job's steps and each erasure take it first (docs/data-rights.md). */
   readModelWrites: 7_100_032,
 } as const;
+
+/**
+ * Takes LOCKS.readModelWrites until the transaction ends: waits for the rollup job's step in flight and holds its next
+ * one off, so a step that read rows before this transaction commits cannot write them back after it (docs/data-rights.md).
+ */
+export async function lockReadModelWrites(q: Queryable): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
+}
 
 export interface OpenOptions {
   databaseUrl?: string | undefined;

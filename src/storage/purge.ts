@@ -1,4 +1,4 @@
-import { LOCKS, type Queryable } from './db.js';
+import { lockReadModelWrites, type Queryable } from './db.js';
 import { DERIVED_TABLES } from './read-model/tables.js';
 
 // Removing a deleted product's data in bounded chunks. Each chunk is its own statement, so a
@@ -17,7 +17,7 @@ export async function productsBeingDeleted(q: Queryable, limit: number): Promise
  * before the chunk picks its rows, and cannot write them back after the purge passed that table.
  */
 export async function purgeProductChunk(q: Queryable, tenantId: string, productId: string, limit: number): Promise<number> {
-  await q.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
+  await lockReadModelWrites(q);
   for (const table of TABLES) {
     const rows = await q.query(
       `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE tenant_id = $1 AND product_id = $2 LIMIT $3)) RETURNING 1`,
