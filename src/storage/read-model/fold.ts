@@ -56,11 +56,11 @@ export function foldStatements(slice: unknown[]): ScriptStatement[] {
 // number of distinct combinations before anything is sorted or written. Every table is built from it.
 const EVENTS = `
   WITH n AS MATERIALIZED (
-    SELECT tenant_id, ${utcHour('occurred_at')} AS hour, product_id, product_version AS version, category, name, actor_id, session_id,
-           coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id,
-           count(*) AS events, min(occurred_at) AS first_seen, max(occurred_at) AS last_seen
-      FROM events WHERE ${inSlice('ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
-  d AS MATERIALIZED (SELECT n.*, (hour AT TIME ZONE 'UTC')::date AS day FROM n),
+    SELECT x.*, (hour AT TIME ZONE 'UTC')::date AS day FROM (
+      SELECT tenant_id, ${utcHour('occurred_at')} AS hour, product_id, product_version AS version, category, name, actor_id, session_id,
+             coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id,
+             count(*) AS events, min(occurred_at) AS first_seen, max(occurred_at) AS last_seen
+        FROM events WHERE ${inSlice('ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10) x),
   ids AS MATERIALIZED (
     SELECT a.tenant_id, a.actor_id, ${resolved('a', 'a.actor_id')} AS actor, env.os, env.runtime, env.locale
       FROM (SELECT DISTINCT tenant_id, actor_id FROM n) a LEFT JOIN LATERAL (
@@ -71,14 +71,14 @@ const EVENTS = `
     SELECT tenant_id, hour, product_id, version, category, name, sum(events), min(first_seen), max(last_seen) FROM n GROUP BY 1, 2, 3, 4, 5, 6),
   usage AS (
     INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, first_seen, last_seen)
-    SELECT tenant_id, day, account_id, license_id, product_id, version, sum(events), min(first_seen), max(last_seen) FROM d GROUP BY 1, 2, 3, 4, 5, 6),
+    SELECT tenant_id, day, account_id, license_id, product_id, version, sum(events), min(first_seen), max(last_seen) FROM n GROUP BY 1, 2, 3, 4, 5, 6),
   features AS (
     INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
-    SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7),
+    SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM n GROUP BY 1, 2, 3, 4, 5, 6, 7),
   gv AS (
     SELECT tenant_id, day, actor_id, product_id, account_id, license_id, version, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
            bit_or(1 << extract(hour FROM hour AT TIME ZONE 'UTC')::int) AS hours
-      FROM d GROUP BY 1, 2, 3, 4, 5, 6, 7),
+      FROM n GROUP BY 1, 2, 3, 4, 5, 6, 7),
   g AS (
     SELECT tenant_id, day, actor_id, product_id, account_id, license_id, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen,
            (array_agg(version ORDER BY last_seen DESC))[1] AS version, bit_or(hours) AS hours
@@ -126,7 +126,7 @@ const EVENTS = `
     SELECT a.tenant_id, a.day, v.a, v.l, a.product_id, a.product_version, v.n
       FROM adopted a CROSS JOIN LATERAL (VALUES ('', '', -1), (coalesce(a.account_id, ''), coalesce(a.license_id, ''), 1)) AS v(a, l, n)
      WHERE a.started_at IS NOT NULL),
-  ${due('d')}
+  ${due('n')}
   SELECT coalesce(sum(events), 0)::bigint AS events FROM n`;
 
 const SESSION_STARTS = `
