@@ -184,3 +184,75 @@ describe('retention', () => {
     assert.deepEqual([unknown.statusCode, unknown.json().code], [400, 'validation_error']);
   });
 });
+
+/**
+ * Across a month boundary, from the read model's months (any event, UTC) and from raw events (a
+ * version filter reads them), which must agree. Weeks from Monday 2026-03-23: W0 Mar 23–29,
+ * W1 Mar 30–Apr 5, W2 Apr 6–12, W3 Apr 13–19.
+ * m1 Mar 25, Apr 1, Apr 14 · m2 Mar 31, Apr 3, Apr 8 · m3 Apr 2, Apr 16 · m4 Mar 10 (before the
+ * range), Mar 30, Apr 7 · m5 Sun Apr 5 23:30Z · m6 one event two seconds ahead of the clock, m7
+ * one a day ago.
+ */
+describe('retention across a month boundary, read model and raw events alike', () => {
+  let tenant: Awaited<ReturnType<typeof tenantWithProduct>>;
+  const any = { category: 'ui', name: 'any' };
+  before(async () => {
+    tenant = await tenantWithProduct(t.app);
+    const at = (actor: string, ...days: string[]) => days.map((d) => ev(actor, any, d.includes('T') ? d : `2026-${d}T12:00:00Z`));
+    const batch = [
+      ...at('m1', '03-25', '04-01', '04-14'),
+      ...at('m2', '03-31', '04-03', '04-08'),
+      ...at('m3', '04-02', '04-16'),
+      ...at('m4', '03-10', '03-30', '04-07'),
+      ...at('m5', '2026-04-05T23:30:00Z'),
+      ...at('m6', new Date(Date.now() + 2000).toISOString()),
+      ...at('m7', new Date(Date.now() - 86_400_000).toISOString()),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
+    try {
+      for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await jobs.stop();
+    }
+  });
+  /** The matrix from the read model and from raw events; asserts they are the same. */
+  const both = async (q: Record<string, unknown>) => {
+    const [fromModel, fromEvents] = await Promise.all([{}, { version: '1.0.0' }].map((v) => post(tenant.adminKey, '/v1/retention', { ...q, ...v })));
+    assert.equal(fromModel!.statusCode, 200, fromModel!.body);
+    const cells = (r: typeof fromModel) => (r!.json().cohorts as Cohort[]).map((c) => [c.size, on(c), onOrAfter(c)]);
+    assert.deepEqual(cells(fromModel), cells(fromEvents), JSON.stringify(q));
+    return cells(fromModel);
+  };
+  const weeks = { period: 'week', periods: 3, from: '2026-03-23', to: '2026-04-06' };
+
+  it('first time by week: W0 m1; W1 m2 m3 m5 (m4 came first on Mar 10)', async () => {
+    assert.deepEqual(await both(weeks), [
+      [1, [1, 1, 0, 1], [1, 1, 1, 1]], // m1 back in W1 and W3
+      [3, [3, 1, 1, 0], [3, 2, 1, 0]], // m2 back in W2, m3 in W3
+    ]);
+  });
+
+  it('recurring by week: W1 also has m1 and m4', async () => {
+    assert.deepEqual(await both({ ...weeks, type: 'recurring' }), [
+      [1, [1, 1, 0, 1], [1, 1, 1, 1]],
+      [5, [5, 2, 2, 0], [5, 4, 2, 0]], // k1 m2 m4; k2 m1 m3
+    ]);
+  });
+
+  it('first time by month: March m1 m2 m4, all back in April; April m3 m5', async () => {
+    assert.deepEqual(await both({ period: 'month', periods: 1, from: '2026-03-01', to: '2026-05-01' }), [
+      [3, [3, 3], [3, 3]],
+      [2, [2, 0], [2, 0]],
+    ]);
+  });
+
+  it('a range that ends now: an actor whose first event is dated ahead of the clock is in no cohort', async () => {
+    const from = new Date(Date.now() - 14 * 86_400_000).toISOString().slice(0, 10);
+    const cells = await both({ period: 'week', periods: 1, from });
+    assert.equal(
+      cells.reduce((n, [size]) => n + (size as number), 0),
+      1, // m7
+    );
+  });
+});

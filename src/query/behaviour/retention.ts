@@ -102,6 +102,97 @@ function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, boun
         FROM days x GROUP BY x.u)`;
 }
 
+/** Buckets a bigint mask holds (bit 63, the sign, unused); width_bucket numbers them from 1. */
+const MASK_BUCKETS = 62;
+
+/** The UTC month (its first day, YYYY-MM-01) of UTC day number `day`, and its first day number and length. */
+function utcMonth(day: number): { iso: string; first: number; days: number } {
+  const d = new Date(day * DAY_MS);
+  const first = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / DAY_MS;
+  const next = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) / DAY_MS;
+  return { iso: utcDay(first * DAY_MS), first, days: next - first };
+}
+
+/**
+ * "Any event" retention by actor from rm_actor_months (one row per actor and UTC month; bit d − 1
+ * of the OR of its 24 hour columns: an event on day d), under the same conditions as the actor
+ * days (fromReadModel) and at most MASK_BUCKETS buckets: a tenth of the rows of rm_actor_days when
+ * actors come back most days (docs/behaviour.md, "Retention"). Each row's days become the bits of
+ * its buckets by per-month masks computed here (one shift where a month's days keep their distance
+ * in buckets, as daily periods do, else one test per bucket), OR'd per actor in one hash
+ * aggregate: masks(u, cm, am) for the counts, cohort and active (from the masks) for drill-down.
+ */
+function monthCtes(scope: Plan['scope'], type: Plan['type'], p: Params, bounds: number[], end: number, seg: string): string | undefined {
+  if (bounds.length - 1 > MASK_BUCKETS) return undefined;
+  const B = bounds.map((t) => t / DAY_MS);
+  const last = B.length - 1;
+  const fromD = scope.from.getTime() / DAY_MS;
+  const toD = Math.ceil(scope.to.getTime() / DAY_MS);
+  const endD = Math.ceil(end / DAY_MS);
+  const months: ReturnType<typeof utcMonth>[] = [];
+  for (let m = utcMonth(B[0]!); m.first < B[last]!; m = utcMonth(m.first + m.days)) months.push(m);
+  const bucketOf = (day: number) => B.findIndex((b, i) => i > 0 && day < b); // 1 … last for B[0] <= day < B[last]
+  /** A row's buckets (bits 1 … last) of its days in [lo, hi). */
+  const mask = (lo: number, hi: number) => {
+    const arms = months.flatMap((m) => {
+      const byBucket = new Map<number, number>();
+      const shifts = new Set<number>();
+      for (let bit = 0; bit < m.days; bit++) {
+        const day = m.first + bit;
+        if (day < Math.max(lo, B[0]!) || day >= Math.min(hi, B[last]!)) continue;
+        const b = bucketOf(day);
+        byBucket.set(b, (byBucket.get(b) ?? 0) | (1 << bit));
+        shifts.add(b - bit);
+      }
+      if (byBucket.size === 0) return [];
+      const days = [...byBucket.values()].reduce((a, x) => a | x, 0);
+      const by = [...shifts][0]!;
+      const parts =
+        shifts.size === 1
+          ? [`((x.dm & ${days})::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`]
+          : [...byBucket].map(([b, d]) => `CASE WHEN x.dm & ${d} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
+      return [`WHEN DATE '${m.iso}' THEN ${parts.join(' | ')}`];
+    });
+    return arms.length ? `CASE x.month ${arms.join(' ')} ELSE 0::bigint END` : '0::bigint';
+  };
+  const w = [`d.tenant_id = ${p.add(scope.tenantId)}`];
+  if (scope.productId) w.push(`d.product_id = ${p.add(scope.productId)}`);
+  if (scope.accountId !== undefined) w.push(`d.account_id = ${p.add(scope.accountId)}`);
+  if (scope.licenseId !== undefined) w.push(`d.license_id = ${p.add(scope.licenseId)}`);
+  // A first-time cohort needs the actor's first day ever; a recurring one only the months a cohort or a return can fall in.
+  if (type === 'recurring') w.push(`d.month >= DATE '${months[0]!.iso}'`, `d.month <= DATE '${months.at(-1)!.iso}'`);
+  const dm = Array.from({ length: 24 }, (_, k) => `d.h${k}`).join(' | ');
+  const rows = `SELECT u, month, dm FROM (SELECT d.actor_id AS u, d.month, ${dm} AS dm FROM rm_actor_months d WHERE ${w.join(' AND ')}${seg}) r WHERE dm <> 0`;
+  const series = `generate_series(1, ${last})`;
+  const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
+  const cm = mask(fromD, toD);
+  const am = mask(fromD, endD);
+  if (type === 'recurring') {
+    return `
+    WITH masks AS (SELECT x.u, bit_or(${cm}) AS cm, bit_or(${am}) AS am FROM (${rows}) x GROUP BY 1),
+    cohort AS (${bitsOf('cm', 'c')}),
+    active AS (${bitsOf('am', 'p')})`;
+  }
+  // The cohort: the bucket of the actor's first day ever, when that day is in the range, so the
+  // lowest bucket of its days in the range. When the range ends now, not at a midnight, an actor
+  // first seen on its last day joins only if that first event came before the range's end (an
+  // event dated ahead of the clock, on the same day, does not): checked on that day's actor days.
+  const lastDay = Math.floor(scope.to.getTime() / DAY_MS);
+  const day = (d: number) => `${p.add(utcDay(d * DAY_MS))}::date`;
+  let within = `fd >= ${day(fromD)} AND fd < ${day(toD)}`;
+  if (lastDay !== toD) {
+    const dw = w.filter((c) => !c.startsWith('d.month'));
+    within += ` AND (fd < ${day(lastDay)} OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${dw.join(' AND ')} AND d.day = ${day(lastDay)} AND d.events > 0 AND d.first_seen < ${p.add(scope.to)}))`;
+  }
+  return `
+    WITH per AS (
+      SELECT x.u, min(x.month + round(ln((x.dm & -x.dm)::float8) / ln(2))::int) AS fd, bit_or(${cm}) AS cm, bit_or(${am}) AS am
+        FROM (${rows}) x GROUP BY 1),
+    masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE ${within}),
+    cohort AS (SELECT u, round(ln(cm::float8) / ln(2))::int AS c FROM masks),
+    active AS (${bitsOf('am', 'p')})`;
+}
+
 function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: string, m: Marks & { start: string; ret: string; seg: string }): string {
   const { b, from, to, end, start, ret, seg } = m;
   if (type === 'first_time') {
@@ -150,9 +241,12 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   checkRange(db, type === 'first_time' ? scope.from.getTime() : cohorts[0]!, returnEnd);
   const p = new Params();
   let text: string;
+  let masks = type === 'recurring';
   if (fromReadModel(scope, q, by, bounds, now)) {
     const seg = await segmentClause(db, tenant, q.segment_id, by, 'd.actor_id', p, now);
-    text = readModelCtes(scope, type, p, bounds, returnEnd, seg);
+    const months = monthCtes(scope, type, p, bounds, returnEnd, seg);
+    masks ||= months !== undefined;
+    text = months ?? readModelCtes(scope, type, p, bounds, returnEnd, seg);
   } else {
     const b = p.add(bounds.map((x) => new Date(x).toISOString()));
     const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
@@ -165,11 +259,8 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   }
   text += `,
     pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
-  return { ...out, ctes: { text, params: p, masks: type === 'recurring' } };
+  return { ...out, ctes: { text, params: p, masks } };
 }
-
-/** Buckets a bigint mask holds (bit 63, the sign, unused); width_bucket numbers them from 1. */
-const MASK_BUCKETS = 62;
 
 /**
  * The matrix's counts per cohort c and period k: the cohort's size, units that returned in c + k
