@@ -191,7 +191,7 @@ describe('retention', () => {
  * W1 Mar 30–Apr 5, W2 Apr 6–12, W3 Apr 13–19.
  * m1 Mar 25, Apr 1, Apr 14 · m2 Mar 31, Apr 3, Apr 8 · m3 Apr 2, Apr 16 · m4 Mar 10 (before the
  * range), Mar 30, Apr 7 · m5 Sun Apr 5 23:30Z · m6 one event two seconds ahead of the clock, m7
- * one a day ago.
+ * one a day ago · m8 Mar 25, then Mar 31 and Apr 8 in account acme.
  */
 describe('retention across a month boundary, read model and raw events alike', () => {
   let tenant: Awaited<ReturnType<typeof tenantWithProduct>>;
@@ -207,6 +207,8 @@ describe('retention across a month boundary, read model and raw events alike', (
       ...at('m5', '2026-04-05T23:30:00Z'),
       ...at('m6', new Date(Date.now() + 2000).toISOString()),
       ...at('m7', new Date(Date.now() - 86_400_000).toISOString()),
+      ...at('m8', '03-25'),
+      ...at('m8', '03-31', '04-08').map((e) => ({ ...e, account_id: 'acme' })),
     ];
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
     const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
@@ -226,24 +228,31 @@ describe('retention across a month boundary, read model and raw events alike', (
   };
   const weeks = { period: 'week', periods: 3, from: '2026-03-23', to: '2026-04-06' };
 
-  it('first time by week: W0 m1; W1 m2 m3 m5 (m4 came first on Mar 10)', async () => {
+  it('first time by week: W0 m1 m8; W1 m2 m3 m5 (m4 came first on Mar 10)', async () => {
     assert.deepEqual(await both(weeks), [
-      [1, [1, 1, 0, 1], [1, 1, 1, 1]], // m1 back in W1 and W3
+      [2, [2, 2, 1, 1], [2, 2, 2, 1]], // m1 back in W1 and W3, m8 in W1 and W2
       [3, [3, 1, 1, 0], [3, 2, 1, 0]], // m2 back in W2, m3 in W3
     ]);
   });
 
-  it('recurring by week: W1 also has m1 and m4', async () => {
+  it('recurring by week: W1 also has m1, m4 and m8', async () => {
     assert.deepEqual(await both({ ...weeks, type: 'recurring' }), [
-      [1, [1, 1, 0, 1], [1, 1, 1, 1]],
-      [5, [5, 2, 2, 0], [5, 4, 2, 0]], // k1 m2 m4; k2 m1 m3
+      [2, [2, 2, 1, 1], [2, 2, 2, 1]],
+      [6, [6, 3, 2, 0], [6, 5, 2, 0]], // k1 m2 m4 m8; k2 m1 m3
     ]);
   });
 
-  it('first time by month: March m1 m2 m4, all back in April; April m3 m5', async () => {
+  it('first time by month: March m1 m2 m4 m8, all back in April; April m3 m5', async () => {
     assert.deepEqual(await both({ period: 'month', periods: 1, from: '2026-03-01', to: '2026-05-01' }), [
-      [3, [3, 3], [3, 3]],
+      [4, [4, 4], [4, 4]],
       [2, [2, 0], [2, 0]],
+    ]);
+  });
+
+  it('in account acme, m8 is first seen on Mar 31 (W1) and back in W2', async () => {
+    assert.deepEqual(await both({ ...weeks, account_id: 'acme' }), [
+      [0, [0, 0, 0, 0], [0, 0, 0, 0]],
+      [1, [1, 1, 0, 0], [1, 1, 0, 0]],
     ]);
   });
 
