@@ -161,6 +161,20 @@ const slowest = (log: Timing[]) =>
     .slice(0, 4)
     .map((t) => `    ${(t.ms / 1000).toFixed(2)} s  ${t.sql}`)
     .join('\n');
+/** The job's time by kind of statement (its first words), largest first: where a run's time went, not only its slowest statements. */
+const byKind = (log: Timing[]) => {
+  const kinds = new Map<string, { ms: number; n: number }>();
+  for (const t of log) {
+    const k = t.sql.trim().slice(0, 60);
+    const e = kinds.get(k) ?? { ms: 0, n: 0 };
+    kinds.set(k, { ms: e.ms + t.ms, n: e.n + 1 });
+  }
+  return [...kinds]
+    .sort((a, b) => b[1].ms - a[1].ms)
+    .slice(0, 10)
+    .map(([k, e]) => `    ${(e.ms / 1000).toFixed(2)} s in ${e.n}  ${k}`)
+    .join('\n');
+};
 const errors: unknown[] = [];
 const warnLog = { warn: (o: { err: unknown }) => errors.push(o.err), info() {}, error() {} } as never;
 
@@ -176,7 +190,7 @@ async function refresh(db: Db, label: string): Promise<number> {
   const ok = await jobs.runOnce('rollups');
   const s = secs(t0);
   await jobs.stop();
-  console.log(`${label}: ${ok ? 'ok' : 'FAILED'} in ${s.toFixed(2)} s (load ${load()}); slowest statements:\n${slowest(log)}`);
+  console.log(`${label}: ${ok ? 'ok' : 'FAILED'} in ${s.toFixed(2)} s (load ${load()}); slowest statements:\n${slowest(log)}\n  by kind:\n${byKind(log)}`);
   if (!ok) throw new Error(`${label}: the rollup job failed`, { cause: errors.pop() });
   return s;
 }
