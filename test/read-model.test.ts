@@ -424,8 +424,8 @@ describe("a fold step's BRIN summary", () => {
       assert.ok(pages >= 9 * 128, `events has ${pages} pages`);
       // The first 9 ranges not summarised, whatever vacuum did before.
       for (let r = 0; r < 9; r++) await t.db.query("SELECT brin_desummarize_range('events_ingest_xid', $1)", [r * 128]);
-      const step = async (cursor: Map<string, number>) => {
-        const input = { cursor, ranges, width: 1, until: undefined, budget: 1 };
+      const step = async (cursor: Map<string, number>, foldAfter?: number) => {
+        const input = { cursor, ranges, width: 1, until: undefined, budget: 1, foldAfter };
         const res = await t.db.tryWithLock(LOCKS.rollups, (s) => s.script(foldStep(input), { derived: true }));
         return { ...foldStepDone(input, res!.rows), at: cursor.get('events_ingest_xid')! };
       };
@@ -441,6 +441,29 @@ describe("a fold step's BRIN summary", () => {
         `SELECT count(*) FILTER (WHERE brin_summarize_range('events_ingest_xid', b) = 0)::int AS summarised FROM generate_series(0, 5 * 128, 128) b`,
       )) as [{ summarised: number }];
       assert.equal(summarised, 6, 'ranges 0 to 5 were summarised by the two steps');
+
+      // Every range not summarised, then steps from one cursor, as the job makes them: a step that reached the tables' ends
+      // but summarised more than `foldAfter` ranges leaves the fold to the next one, which folds whatever it summarised.
+      const all = Math.ceil(pages / 128);
+      for (let r = 0; r < all; r++) await t.db.query("SELECT brin_desummarize_range('events_ingest_xid', $1)", [r * 128]);
+      const cursor = new Map<string, number>();
+      let heldBack = false;
+      const steps: { summarised: number; folded: boolean; heldBack: boolean }[] = [];
+      while (!steps.at(-1)?.folded && steps.length < all + 5) {
+        const s = await step(cursor, heldBack ? undefined : 1);
+        steps.push(s);
+        heldBack = s.heldBack;
+      }
+      const last = steps.at(-1)!;
+      assert.equal(last.folded, true, JSON.stringify(steps));
+      assert.ok(steps.slice(0, -1).every((s) => !s.folded && s.summarised > 0));
+      // Every range was summarised by a step that did not fold but perhaps the last, which summarised at most one or came
+      // after a step held back.
+      assert.ok(last.summarised <= 1 || steps.at(-2)?.heldBack, JSON.stringify(steps));
+      assert.ok(
+        steps.some((s) => s.heldBack),
+        JSON.stringify(steps),
+      );
     } finally {
       await t.db.query('DELETE FROM events WHERE tenant_id = $1', [tn.id]);
     }

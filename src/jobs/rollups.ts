@@ -182,19 +182,30 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       let until: number | undefined; // the first slice's xmax: rows that come during the run wait for the next one
       let refreshedAt = performance.now();
       let slices = 0;
+      let heldBack = false; // the last step reached the tables' ends but summarised too much to fold as well: the next one folds
       for (let more = true; more;) {
-        const input: FoldStepInput = { cursor: summarised, ranges, width: Math.max(1, Math.floor(size.width)), until, budget: size.budget };
+        const input: FoldStepInput = {
+          cursor: summarised,
+          ranges,
+          width: Math.max(1, Math.floor(size.width)),
+          until,
+          budget: size.budget,
+          // A step that summarised more than a quarter of what it may leaves the fold to the next (once: no step waits twice).
+          foldAfter: heldBack ? undefined : Math.max(1, Math.floor(ranges / 4)),
+        };
         let done: ReturnType<typeof foldStepDone> | undefined;
         const { ms } = await step(s, watch, 'fold', foldStep(input), (rows) => {
           done = foldStepDone(input, rows);
           return { xids: done.xids, events: done.events, cut: done.cut, ranges: done.summarised, budget: size.budget };
         });
         more = done!.capped;
+        heldBack = done!.heldBack;
         // The indexes first, a few page ranges per step (the step only summarised): a fold reads every range not summarised.
         // Sized by steps that summarised most of what they could: one that walked past ranges summarised before (after a
-        // restart) took little time for little work, which says nothing of a range's cost.
-        if (!done!.folded && done!.summarised >= ranges / 2) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / ms)));
-        else {
+        // restart) took little time for little work, which says nothing of a range's cost. The slice, by steps that folded.
+        if (!done!.folded) {
+          if (done!.summarised >= ranges / 2) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / ms)));
+        } else {
           until ??= done!.xmax;
           size = nextSize(size, { xids: done!.xids, events: done!.events, cut: done!.cut, ms }, sliceMs);
         }

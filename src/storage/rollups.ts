@@ -34,6 +34,11 @@ export interface FoldStepInput {
   until: number | undefined;
   /** How many events the slice may fold. */
   budget: number;
+  /**
+   * At most how many ranges a step may summarise and still fold (undefined: any): past it the step
+   * leaves its fold to the next one, so that a step costs about one of the two, not their sum.
+   */
+  foldAfter?: number | undefined;
 }
 
 /** What a fold step did. */
@@ -42,6 +47,8 @@ export interface FoldStepOutput {
   summarised: number;
   /** Whether it folded: false when it only summarised (more ranges were left than a step summarises). */
   folded: boolean;
+  /** It summarised up to the tables' ends but more than `foldAfter` ranges, so did not fold. */
+  heldBack: boolean;
   /** Its slice: width in transaction ids, events, whether the budget cut it, whether more remains below `until`. */
   xids: number;
   events: number;
@@ -109,7 +116,8 @@ export function foldStep(input: FoldStepInput): ScriptStatement[] {
                         WHERE w.b < x.pages AND w.n < $3::bigint AND w.b < x.start + $6::bigint * $4),
                  s AS (SELECT x.i, x.pages, least(max(w.b), x.pages) AS upto, max(w.n) AS summarised FROM x JOIN w ON w.i = x.i GROUP BY x.i, x.pages)
             SELECT array_agg(pages ORDER BY i) AS pages, array_agg(upto ORDER BY i) AS upto, sum(summarised)::int AS summarised,
-                   bool_and(pages - upto <= $3::bigint * $4) AS done FROM s`,
+                   bool_and(pages - upto <= $3::bigint * $4) AS reached,
+                   bool_and(pages - upto <= $3::bigint * $4) AND ($7::bigint IS NULL OR sum(summarised) <= $7::bigint) AS done FROM s`,
       params: [
         XID_INDEXES.map(([index]) => index),
         XID_INDEXES.map(([, table]) => table),
@@ -117,6 +125,7 @@ export function foldStep(input: FoldStepInput): ScriptStatement[] {
         PAGES_PER_RANGE,
         XID_INDEXES.map(([index]) => input.cursor.get(index) ?? 0),
         Math.min(Number.MAX_SAFE_INTEGER, input.ranges * WALK_RANGES_PER_RANGE + WALK_RANGES_PER_RANGE),
+        input.foldAfter ?? null,
       ],
     },
     {
@@ -156,7 +165,7 @@ export function foldStep(input: FoldStepInput): ScriptStatement[] {
 
 /** Reads a fold step's answer (`rows` of its script) and moves `cursor` (the input's) past the ranges it summarised. */
 export function foldStepDone(input: FoldStepInput, rows: Record<string, Record<string, unknown>[]>): FoldStepOutput {
-  const summary = rows.summary![0]! as { pages: (number | string)[]; upto: (number | string)[]; summarised: number; done: boolean };
+  const summary = rows.summary![0]! as { pages: (number | string)[]; upto: (number | string)[]; summarised: number; reached: boolean; done: boolean };
   XID_INDEXES.forEach(([index], i) => {
     const from = input.cursor.get(index) ?? 0;
     const pages = Number(summary.pages[i]);
@@ -167,10 +176,13 @@ export function foldStepDone(input: FoldStepInput, rows: Record<string, Record<s
   });
   const slice = rows.slice?.[0] as { from: number; to: number; cut: boolean; capped: boolean } | undefined;
   const snap = rows.snap?.[0] as { xmax: number } | undefined;
-  if (!summary.done || !slice || !snap) return { summarised: summary.summarised, folded: false, xids: 0, events: 0, cut: false, capped: true, xmax: undefined };
+  const heldBack = summary.reached && !summary.done;
+  if (!summary.done || !slice || !snap)
+    return { summarised: summary.summarised, folded: false, heldBack, xids: 0, events: 0, cut: false, capped: true, xmax: undefined };
   return {
     summarised: summary.summarised,
     folded: true,
+    heldBack,
     xids: Number(slice.to) - Number(slice.from),
     events: Number((rows.events?.[0] as { events: number } | undefined)?.events ?? 0),
     cut: slice.cut,
