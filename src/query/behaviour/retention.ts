@@ -181,8 +181,7 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], p: Params, bounds: 
   const day = (d: number) => `${p.add(utcDay(d * DAY_MS))}::date`;
   let within = `fd >= ${day(fromD)} AND fd < ${day(toD)}`;
   if (lastDay !== toD) {
-    const dw = w.filter((c) => !c.startsWith('d.month'));
-    within += ` AND (fd < ${day(lastDay)} OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${dw.join(' AND ')} AND d.day = ${day(lastDay)} AND d.events > 0 AND d.first_seen < ${p.add(scope.to)}))`;
+    within += ` AND (fd < ${day(lastDay)} OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${w.join(' AND ')} AND d.day = ${day(lastDay)} AND d.events > 0 AND d.first_seen < ${p.add(scope.to)}))`;
   }
   return `
     WITH per AS (
