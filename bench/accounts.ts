@@ -155,12 +155,18 @@ const wrapSession = (s: LockedSession, log: Timing[]): LockedSession => ({
   },
 });
 const timed = (db: Db, log: Timing[]): Db => ({ ...db, tryWithLock: (key, fn) => db.tryWithLock(key, (s) => fn(wrapSession(s, log))) });
-const slowest = (log: Timing[]) =>
-  [...log]
+/** The n largest of rows by time, one line each. */
+const largest = (rows: { ms: number; label: string }[], n: number) =>
+  [...rows]
     .sort((a, b) => b.ms - a.ms)
-    .slice(0, 4)
-    .map((t) => `    ${(t.ms / 1000).toFixed(2)} s  ${t.sql}`)
+    .slice(0, n)
+    .map((r) => `    ${(r.ms / 1000).toFixed(2)} s  ${r.label}`)
     .join('\n');
+const slowest = (log: Timing[]) =>
+  largest(
+    log.map((t) => ({ ms: t.ms, label: t.sql })),
+    4,
+  );
 /** The job's time by kind of statement (its first words), largest first: where a run's time went, not only its slowest statements. */
 const byKind = (log: Timing[]) => {
   const kinds = new Map<string, { ms: number; n: number }>();
@@ -169,11 +175,10 @@ const byKind = (log: Timing[]) => {
     const e = kinds.get(k) ?? { ms: 0, n: 0 };
     kinds.set(k, { ms: e.ms + t.ms, n: e.n + 1 });
   }
-  return [...kinds]
-    .sort((a, b) => b[1].ms - a[1].ms)
-    .slice(0, 10)
-    .map(([k, e]) => `    ${(e.ms / 1000).toFixed(2)} s in ${e.n}  ${k}`)
-    .join('\n');
+  return largest(
+    [...kinds].map(([k, e]) => ({ ms: e.ms, label: `in ${e.n}: ${k}` })),
+    10,
+  );
 };
 const errors: unknown[] = [];
 const warnLog = { warn: (o: { err: unknown }) => errors.push(o.err), info() {}, error() {} } as never;

@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { openDb, type Db } from '../src/storage/db.js';
+import { LOCKS, openDb, type Db } from '../src/storage/db.js';
 import { eventsInsertSql, type EventRecord } from '../src/storage/events.js';
 import { migrate } from '../src/storage/migrate.js';
 import { killOnExit, removeOnExit } from '../test/helpers/on-exit.js';
@@ -551,8 +551,8 @@ async function main(): Promise<void> {
     const db = STORE === 'postgres' ? raw : await openDb({ dataDir: join(tmp, 'server'), syncOnCommit: false });
     try {
       // Every event the bench sent (10M and more after --alternate): past the store's statement timeout, so none here, and on a
-      // job connection (an advisory lock of the bench's own), which has no client-side query timeout (35M events outran it).
-      const n = await db.tryWithLock(7_400_002, (session) =>
+      // job connection (LOCKS.bench), which has no client-side query timeout (35M events outran it).
+      const n = await db.tryWithLock(LOCKS.bench, (session) =>
         session.tx(async (q) => {
           await q.query("SELECT set_config('statement_timeout', '0', true)");
           const [row] = await q.query<{ n: number }>(

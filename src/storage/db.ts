@@ -17,6 +17,8 @@ export const LOCKS = {
   actorErasures: 7_100_031,
   /** A transaction-level lock: each of the rollup job's steps and each erasure take it first (docs/data-rights.md). */
   readModelWrites: 7_100_032,
+  /** The benchmarks' long statements: a job connection (no client-side query timeout), taken under a lock no job uses. */
+  bench: 7_400_001,
 } as const;
 
 /**
