@@ -76,6 +76,18 @@ describe('segments', () => {
     assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${twice}/actors`)), ['s1', 'user-5']);
     const v2 = await create({ ...range, on_version: '2.0.0' });
     assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${v2}/actors`)), ['s2', 's3']);
+    // Both: clicked and on 2.0.0 (s3 opened on 2.0.0 without a click; s1 clicked on 1.0.0 only).
+    const both = await create({ ...range, did: [CLICK], on_version: '2.0.0' });
+    assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${both}/actors`)), ['s2']);
+    // Two conditions, each met by summing an anonymous id's events with its identified actor's (anon-5 once, user-5 once).
+    const linked = await create({
+      ...range,
+      did: [
+        { ...CLICK, min_count: 2 },
+        { ...CLICK, min_count: 1 },
+      ],
+    });
+    assert.deepEqual(ids(await get(t.app, tenant.adminKey, `/v1/segments/${linked}/actors`)), ['s1', 'user-5']);
     // First event ever in the range: all but s4 (first seen Feb 20).
     const fresh = await create({ ...range, first_seen_in_range: true });
     const page1 = await get(t.app, tenant.adminKey, `/v1/segments/${fresh}/actors?limit=3`);

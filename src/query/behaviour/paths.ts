@@ -55,7 +55,7 @@ export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: Path
     WITH anchors AS (
       SELECT ${unit.expr} AS u, ${next ? 'min' : 'max'}(e.occurred_at) AS edge
         FROM events e ${unit.join}
-       WHERE ${where}${seg} AND e.category = ${cat} AND e.name = ${name} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
+       WHERE ${scopeSql(scope, p, true)}${seg} AND e.category = ${cat} AND e.name = ${name} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}
        GROUP BY 1),
     units AS (SELECT a.u, a.edge, (row_number() OVER ())::int AS id FROM anchors a),
     ids AS MATERIALIZED (

@@ -32,29 +32,36 @@ export function checkDefinition(tenant: Tenant, def: SegmentDefinition, now: Dat
 async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, p: Params, now: Date): Promise<string> {
   const scope = await resolveScope(q, tenant, def, now);
   if (scope.empty) return 'SELECT NULL::text AS u WHERE false';
-  const where = scopeSql(scope, p);
+  const did = def.did ?? [];
+  const where = scopeSql(scope, p, did.length > 0);
   const [from, to] = [p.add(scope.from), p.add(scope.to)];
+  // Counted per raw actor id first (one hash aggregate over the events read, no join per event),
+  // then per unit: an anonymous id linked by identify adds its counts to the identified actor's.
+  const counts: string[] = [];
   const having = ['true'];
   const matched: string[] = [];
-  for (const d of def.did ?? []) {
+  did.forEach((d, i) => {
     const m = matchSql(d, p);
     matched.push(m);
-    having.push(`count(*) FILTER (WHERE ${m}) >= ${p.add(d.min_count ?? 1)}::int`);
-  }
+    counts.push(`count(*) FILTER (WHERE ${m}) AS c${i}`);
+    having.push(`sum(x.c${i}) >= ${p.add(d.min_count ?? 1)}::int`);
+  });
   if (def.on_version !== undefined) {
     const v = `e.product_version = ${p.add(def.on_version)}`;
     matched.push(v);
-    having.push(`bool_or(${v})`);
+    counts.push(`bool_or(${v}) AS v`);
+    having.push('bool_or(x.v)');
   }
   // With a "did" condition (at least once) only the events it names can decide: read just those
-  // (through events_by_name), and the version's events for on_version.
-  const only = (def.did ?? []).length > 0 ? ` AND (${matched.join(' OR ')})` : '';
+  // (through events_by_name, on PostgreSQL from the index alone), and the version's events for on_version.
+  const only = did.length > 0 ? ` AND (${matched.join(' OR ')})` : '';
   const first = def.first_seen_in_range
     ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${p.add(tenant.id)} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
     : '';
-  return `SELECT g.u FROM (SELECT COALESCE(l.identified_actor_id, e.actor_id) AS u FROM events e
-            LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id
-           WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}${only}
+  return `SELECT g.u FROM (SELECT COALESCE(l.identified_actor_id, x.actor_id) AS u
+            FROM (SELECT e.actor_id${counts.map((c) => `, ${c}`).join('')} FROM events e
+                   WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}${only} GROUP BY 1) x
+            LEFT JOIN actor_links l ON l.tenant_id = ${p.add(scope.tenantId)} AND l.anonymous_actor_id = x.actor_id
            GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${first}`;
 }
 
