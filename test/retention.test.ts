@@ -256,6 +256,23 @@ describe('retention across a month boundary, read model and raw events alike', (
     ]);
   });
 
+  it('Tokyo weeks, first time: m5 (Apr 5 23:30Z, Apr 6 in Tokyo) falls past the range; the rest as in UTC', async () => {
+    assert.deepEqual(await both({ ...weeks, tz: 'Asia/Tokyo' }), [
+      [2, [2, 2, 1, 1], [2, 2, 2, 1]],
+      [2, [2, 1, 1, 0], [2, 2, 1, 0]], // m2 back in W2, m3 in W3
+    ]);
+  });
+
+  it('in zones with a daylight-saving change in range, the read model answers as raw events do', async () => {
+    for (const tz of ['Asia/Tokyo', 'America/New_York', 'Europe/Berlin', 'America/Sao_Paulo']) {
+      await both({ ...weeks, tz });
+      await both({ ...weeks, tz, type: 'recurring' });
+      await both({ period: 'month', periods: 1, from: '2026-03-01', to: '2026-05-01', tz });
+      await both({ period: 'day', periods: 3, from: '2026-03-28', to: '2026-04-07', tz, type: 'recurring' });
+      await both({ period: 'week', periods: 1, from: new Date(Date.now() - 14 * 86_400_000).toISOString().slice(0, 10), tz });
+    }
+  });
+
   it('a range that ends now: an actor whose first event is dated ahead of the clock is in no cohort', async () => {
     const from = new Date(Date.now() - 14 * 86_400_000).toISOString().slice(0, 10);
     const cells = await both({ period: 'week', periods: 1, from });

@@ -1,7 +1,9 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type TenantPlan } from '../guard.js';
-import { DAY_MS, echo, resolveScope, type Interval, type ScopeParams } from '../scope.js';
+import { monthTerms, termsBucketMask } from '../reports/actor-days.js';
+import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
+import { MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, Params, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
@@ -43,14 +45,15 @@ interface Plan {
   ctes?: { text: string; params: Params; masks: boolean };
 }
 
+/** Retention that the read model answers: "any event" as start and return, by actor, no version filter (the read model keeps no single events). */
+const anyEvent = (scope: Plan['scope'], q: RetentionQuery, by: string) => !q.start_event && !q.return_event && by === 'actor' && scope.version === undefined;
+
 /**
- * "Any event" retention by actor answers from the read model's actor days (one row per active
- * actor and UTC day, under the identified id, with the day's first event time) when every period
- * boundary is a UTC midnight and no filter needs single events (start or return event, version):
- * the same answer as raw events, without reading them.
+ * Past MASK_BUCKETS buckets, the read model's actor days (one row per active actor and UTC day,
+ * under the identified id, with the day's first event time) answer when every period boundary is
+ * a UTC midnight: the same answer as raw events, without reading them.
  */
-function fromReadModel(scope: Plan['scope'], q: RetentionQuery, by: string, bounds: number[], now: Date): boolean {
-  if (q.start_event || q.return_event || by !== 'actor' || scope.version !== undefined) return false;
+function utcDays(scope: Plan['scope'], bounds: number[], now: Date): boolean {
   const midnight = (t: number) => t % DAY_MS === 0;
   return bounds.every(midnight) && midnight(scope.from.getTime()) && (midnight(scope.to.getTime()) || scope.to.getTime() >= now.getTime());
 }
@@ -105,91 +108,95 @@ function readModelCtes(scope: Plan['scope'], type: Plan['type'], p: Params, boun
 /** Buckets a bigint mask holds (bit 63, the sign, unused); width_bucket numbers them from 1. */
 const MASK_BUCKETS = 62;
 
-/** The UTC month (its first day, YYYY-MM-01) of UTC day number `day`, and its first day number and length. */
-function utcMonth(day: number): { iso: string; first: number; days: number } {
-  const d = new Date(day * DAY_MS);
-  const first = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / DAY_MS;
-  const next = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) / DAY_MS;
-  return { iso: utcDay(first * DAY_MS), first, days: next - first };
-}
-
 /**
  * "Any event" retention by actor from rm_actor_months (one row per actor and UTC month; bit d − 1
- * of the OR of its 24 hour columns: an event on day d), under the same conditions as the actor
- * days (fromReadModel) and at most MASK_BUCKETS buckets: a tenth of the rows of rm_actor_days when
- * actors come back most days (docs/behaviour.md, "Retention"). Each row's days become the bits of
- * its buckets by per-month masks computed here (one shift where a month's days keep their distance
- * in buckets, as daily periods do, else one test per bucket), OR'd per actor in one hash
- * aggregate: masks(u, cm, am) for the counts, cohort and active (from the masks) for drill-down.
+ * of its hour column hk: an event in UTC hour k of day d), under the conditions of the actor days
+ * (anyEvent) in any zone whose local midnights are whole UTC hours, at most MASK_BUCKETS
+ * buckets, the range starting at a local midnight and ending at one or now: a tenth of the rows of
+ * rm_actor_days when actors come back most days (docs/behaviour.md, "Retention"). Each row's local
+ * days become the bits of its buckets by per-month terms (monthTerms, termsBucketMask: the reports'
+ * local days from the same table), OR'd per actor in one hash aggregate: masks(u, cm, am) for the
+ * counts, cohort and active (from the masks) for drill-down. Undefined when it does not apply.
  */
-function monthCtes(scope: Plan['scope'], type: Plan['type'], p: Params, bounds: number[], end: number, seg: string): string | undefined {
+function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], end: number, now: Date): ((p: Params, seg: string) => string) | undefined {
   if (bounds.length - 1 > MASK_BUCKETS) return undefined;
-  const B = bounds.map((t) => t / DAY_MS);
-  const last = B.length - 1;
-  const fromD = scope.from.getTime() / DAY_MS;
-  const toD = Math.ceil(scope.to.getTime() / DAY_MS);
-  const endD = Math.ceil(end / DAY_MS);
-  const months: ReturnType<typeof utcMonth>[] = [];
-  for (let m = utcMonth(B[0]!); m.first < B[last]!; m = utcMonth(m.first + m.days)) months.push(m);
-  const bucketOf = (day: number) => B.findIndex((b, i) => i > 0 && day < b); // 1 … last for B[0] <= day < B[last]
-  /** A row's buckets (bits 1 … last) of its days in [lo, hi). */
-  const mask = (lo: number, hi: number) => {
-    const arms = months.flatMap((m) => {
-      const byBucket = new Map<number, number>();
-      const shifts = new Set<number>();
-      for (let bit = 0; bit < m.days; bit++) {
-        const day = m.first + bit;
-        if (day < Math.max(lo, B[0]!) || day >= Math.min(hi, B[last]!)) continue;
-        const b = bucketOf(day);
-        byBucket.set(b, (byBucket.get(b) ?? 0) | (1 << bit));
-        shifts.add(b - bit);
-      }
-      if (byBucket.size === 0) return [];
-      const days = [...byBucket.values()].reduce((a, x) => a | x, 0);
-      const by = [...shifts][0]!;
-      const parts =
-        shifts.size === 1
-          ? [`((x.dm & ${days})::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`]
-          : [...byBucket].map(([b, d]) => `CASE WHEN x.dm & ${d} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
-      return [`WHEN DATE '${m.iso}' THEN ${parts.join(' | ')}`];
-    });
-    return arms.length ? `CASE x.month ${arms.join(' ')} ELSE 0::bigint END` : '0::bigint';
+  const tz = scope.tz;
+  const fromDay = localDate(scope.from, tz);
+  const midnight = (d: Ymd) => zonedMidnight(d.y, d.m, d.d, tz).getTime();
+  const to = scope.to.getTime();
+  if (midnight(fromDay) !== scope.from.getTime()) return undefined;
+  const endsNow = midnight(localDate(scope.to, tz)) !== to;
+  if (endsNow && to < now.getTime()) return undefined;
+  // Local day g (from the range's first) is in bucket i when bounds[i − 1] <= its midnight < bounds[i].
+  const bucketOf = (g: number) => {
+    const at = midnight(plusDays(fromDay, g));
+    return bounds.findIndex((b, i) => i > 0 && at < b);
   };
-  const w = [`d.tenant_id = ${p.add(scope.tenantId)}`];
-  if (scope.productId) w.push(`d.product_id = ${p.add(scope.productId)}`);
-  if (scope.accountId !== undefined) w.push(`d.account_id = ${p.add(scope.accountId)}`);
-  if (scope.licenseId !== undefined) w.push(`d.license_id = ${p.add(scope.licenseId)}`);
-  // A first-time cohort needs the actor's first day ever; a recurring one only the months a cohort or a return can fall in.
-  if (type === 'recurring') w.push(`d.month >= DATE '${months[0]!.iso}'`, `d.month <= DATE '${months.at(-1)!.iso}'`);
-  const dm = Array.from({ length: 24 }, (_, k) => `d.h${k}`).join(' | ');
-  const rows = `SELECT u, month, dm FROM (SELECT d.actor_id AS u, d.month, ${dm} AS dm FROM rm_actor_months d WHERE ${w.join(' AND ')}${seg}) r WHERE dm <> 0`;
-  const series = `generate_series(1, ${last})`;
-  const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
-  const cm = mask(fromD, toD);
-  const am = mask(fromD, endD);
-  if (type === 'recurring') {
-    return `
-    WITH masks AS (SELECT x.u, bit_or(${cm}) AS cm, bit_or(${am}) AS am FROM (${rows}) x GROUP BY 1),
+  const dayBefore = (t: number) => localDate(new Date(t - 1), tz);
+  const cmTerms = monthTerms(tz, fromDay, dayBefore(to)); // cohort days: the range's
+  const amTerms = monthTerms(tz, fromDay, dayBefore(end)); // return days: the range's and the periods after it
+  if (!cmTerms || !amTerms) return undefined;
+  // When the range ends now, its last local day is checked apart (below): the days before it.
+  const lastDay = localDate(scope.to, tz);
+  const clTerms = endsNow && midnight(lastDay) > scope.from.getTime() ? monthTerms(tz, fromDay, plusDays(lastDay, -1)) : [];
+  if (!clTerms) return undefined;
+  const cm = termsBucketMask(cmTerms, bucketOf, 'dm');
+  const am = termsBucketMask(amTerms, bucketOf, 'dm');
+  return (p, seg) => {
+    const filters = (alias: string) => {
+      const w = [`${alias}.tenant_id = ${p.add(scope.tenantId)}`];
+      if (scope.productId) w.push(`${alias}.product_id = ${p.add(scope.productId)}`);
+      if (scope.accountId !== undefined) w.push(`${alias}.account_id = ${p.add(scope.accountId)}`);
+      if (scope.licenseId !== undefined) w.push(`${alias}.license_id = ${p.add(scope.licenseId)}`);
+      return w.join(' AND ');
+    };
+    const w = [filters('a')];
+    // A first-time cohort needs the actor's every month (was it seen before the range?); a recurring one only the months its masks read.
+    if (type === 'recurring') {
+      const months = [...cmTerms, ...amTerms].map((t) => t.month).sort();
+      w.push(`a.month >= DATE '${months[0] ?? '1970-01-01'}'`, `a.month <= DATE '${months.at(-1) ?? '1970-01-01'}'`);
+    }
+    // Each row with the OR of its hour columns (dm: its days) computed once (OFFSET 0 keeps the subquery apart).
+    const rows = `(SELECT * FROM (SELECT a.actor_id, a.month, ${MONTH_HOURS.map((h) => `a.${h}`).join(', ')}, ${MONTH_HOURS.map((h) => `a.${h}`).join(' | ')} AS dm
+                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} OFFSET 0) a WHERE a.dm <> 0) a`;
+    const series = `generate_series(1, ${bounds.length - 1})`;
+    const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
+    if (type === 'recurring') {
+      return `
+    WITH masks AS (SELECT a.actor_id AS u, bit_or(${cm}) AS cm, bit_or(${am}) AS am FROM ${rows} GROUP BY 1),
     cohort AS (${bitsOf('cm', 'c')}),
     active AS (${bitsOf('am', 'p')})`;
-  }
-  // The cohort: the bucket of the actor's first day ever, when that day is in the range, so the
-  // lowest bucket of its days in the range. When the range ends now, not at a midnight, an actor
-  // first seen on its last day joins only if that first event came before the range's end (an
-  // event dated ahead of the clock, on the same day, does not): checked on that day's actor days.
-  const lastDay = Math.floor(scope.to.getTime() / DAY_MS);
-  const day = (d: number) => `${p.add(utcDay(d * DAY_MS))}::date`;
-  let within = `fd >= ${day(fromD)} AND fd < ${day(toD)}`;
-  if (lastDay !== toD) {
-    within += ` AND (fd < ${day(lastDay)} OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${w.join(' AND ')} AND d.day = ${day(lastDay)} AND d.events > 0 AND d.first_seen < ${p.add(scope.to)}))`;
-  }
-  return `
+    }
+    // First time: no event before the range's first midnight (a whole UTC hour: the days of its
+    // month before it, and its day's hours before it), and one in the range; the cohort is the
+    // lowest bucket of its days in the range. When the range ends now, an actor seen in the range
+    // only on its last day joins only if an event of that day came before now (one dated ahead of
+    // the clock does not): checked on the actor days of the UTC days that day overlaps.
+    const f = scope.from;
+    const d0 = f.getUTCDate();
+    const h0 = f.getUTCHours();
+    const month0 = `${f.toISOString().slice(0, 8)}01`;
+    const sameDay =
+      h0 > 0
+        ? ` OR ((${MONTH_HOURS.slice(0, h0)
+            .map((h) => `a.${h}`)
+            .join(' | ')}) & ${1 << (d0 - 1)}) <> 0`
+        : '';
+    const before = `(a.month < DATE '${month0}' OR (a.month = DATE '${month0}' AND ((a.dm & ${(1 << (d0 - 1)) - 1}) <> 0${sameDay})))`;
+    let within = 'true';
+    if (endsNow) {
+      const utc = (t: number) => `${p.add(utcDay(t))}::date`;
+      within = `(cl <> 0 OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${filters('d')} AND d.day >= ${utc(midnight(lastDay))} AND d.day <= ${utc(to - 1)}
+                                   AND d.events > 0 AND d.first_seen < ${p.add(scope.to)}))`;
+    }
+    return `
     WITH per AS (
-      SELECT x.u, min(x.month + round(ln((x.dm & -x.dm)::float8) / ln(2))::int) AS fd, bit_or(${cm}) AS cm, bit_or(${am}) AS am
-        FROM (${rows}) x GROUP BY 1),
-    masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE ${within}),
+      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am, bit_or(${termsBucketMask(clTerms, bucketOf, 'dm')}) AS cl
+        FROM ${rows} GROUP BY 1),
+    masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE NOT b AND cm <> 0 AND ${within}),
     cohort AS (SELECT u, round(ln(cm::float8) / ln(2))::int AS c FROM masks),
     active AS (${bitsOf('am', 'p')})`;
+  };
 }
 
 function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: string, m: Marks & { start: string; ret: string; seg: string }): string {
@@ -241,11 +248,12 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   const p = new Params();
   let text: string;
   let masks = type === 'recurring';
-  if (fromReadModel(scope, q, by, bounds, now)) {
-    const seg = await segmentClause(db, tenant, q.segment_id, by, 'd.actor_id', p, now);
-    const months = monthCtes(scope, type, p, bounds, returnEnd, seg);
-    masks ||= months !== undefined;
-    text = months ?? readModelCtes(scope, type, p, bounds, returnEnd, seg);
+  const months = anyEvent(scope, q, by) ? monthCtes(scope, type, bounds, returnEnd, now) : undefined;
+  if (months) {
+    text = months(p, await segmentClause(db, tenant, q.segment_id, by, 'a.actor_id', p, now));
+    masks = true;
+  } else if (anyEvent(scope, q, by) && utcDays(scope, bounds, now)) {
+    text = readModelCtes(scope, type, p, bounds, returnEnd, await segmentClause(db, tenant, q.segment_id, by, 'd.actor_id', p, now));
   } else {
     const b = p.add(bounds.map((x) => new Date(x).toISOString()));
     const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];

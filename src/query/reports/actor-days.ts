@@ -151,8 +151,12 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
   return terms;
 }
 
-/** SQL: a row's days of one term (alias a), as an int, not shifted. */
-const termDays = (t: MonthTerm, days = t.days) => `((${t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
+/**
+ * SQL: a row's days of one term (alias a), as an int, not shifted. `allHours`: a column of the row
+ * holding the OR of its 24 hour columns, used for a term of all 24 hours (every term in UTC).
+ */
+const termDays = (t: MonthTerm, days = t.days, allHours?: string) =>
+  `((${allHours !== undefined && t.hours.length === 24 ? `a.${allHours}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
 
 /**
  * rm_actor_months rows (alias a) of the scope's filters, for the local days first..last: `words`
@@ -198,14 +202,23 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
 
 /**
  * A row's buckets (alias a of rm_actor_months), for local days first..last: bit `bucketOf(g)` set
- * when the row has an active local day g (counted from `first`), at most 63 buckets. Days map to
- * buckets by a shift where the term's days keep their distance (interval day), else by one test per
- * (term, bucket). Undefined when the zone's local days are not whole UTC hours.
+ * when the row has an active local day g (counted from `first`), at most 63 buckets. Undefined when
+ * the zone's local days are not whole UTC hours.
  */
 export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, bucketOf: (g: number) => number): { from: string; mask: string } | undefined {
   const months = localActorMonths(f, sql, first, last, 0);
   const terms = monthTerms(f.scope.tz, first, last);
   if (!months || !terms) return undefined;
+  return { from: `${months.from} AND ${months.any}`, mask: termsBucketMask(terms, bucketOf) };
+}
+
+/**
+ * SQL: the bucket bits (a bigint) of a row's active local days among `terms` (alias a of
+ * rm_actor_months): bit `bucketOf(g)` for local day g (the terms' own count, from the first day
+ * monthTerms was given). Days map to buckets by a shift where a term's days keep their distance in
+ * buckets (interval day), else by one test per (term, bucket). `allHours` as in termDays.
+ */
+export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => number, allHours?: string): string {
   const arms = [...new Set(terms.map((t) => t.month))].sort().map((m) => {
     const parts = terms
       .filter((t) => t.month === m)
@@ -219,11 +232,11 @@ export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, 
         });
         if (shifts.size === 1) {
           const by = [...shifts][0]!;
-          return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
+          return [`(${termDays(t, t.days, allHours)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
         }
-        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
+        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days, allHours)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
       });
     return `WHEN DATE '${m}' THEN ${parts.join(' | ')}`;
   });
-  return { from: `${months.from} AND ${months.any}`, mask: `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` };
+  return arms.length ? `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` : '0::bigint';
 }
