@@ -1,7 +1,7 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type TenantPlan } from '../guard.js';
-import { monthTerms, termsBucketMask } from '../reports/actor-days.js';
+import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
@@ -156,9 +156,13 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
       const months = [...cmTerms, ...amTerms].map((t) => t.month).sort();
       w.push(`a.month >= DATE '${months[0] ?? '1970-01-01'}'`, `a.month <= DATE '${months.at(-1) ?? '1970-01-01'}'`);
     }
-    // Each row with the OR of its hour columns (dm: its days) computed once (OFFSET 0 keeps the subquery apart).
-    const rows = `(SELECT * FROM (SELECT a.actor_id, a.month, ${MONTH_HOURS.map((h) => `a.${h}`).join(', ')}, ${MONTH_HOURS.map((h) => `a.${h}`).join(' | ')} AS dm
-                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} OFFSET 0) a WHERE a.dm <> 0) a`;
+    // Each row with the OR of its hour columns (dm: its days) computed once (OFFSET 0 keeps the
+    // subquery apart), and the hour columns themselves only where a term or the first midnight
+    // needs single hours (not in UTC: carrying 24 more columns per row doubled the query on PGlite).
+    const f = scope.from;
+    const hours = [...cmTerms, ...amTerms, ...clTerms].some((t) => t.hours.length !== 24) || f.getUTCHours() > 0;
+    const rows = `(SELECT * FROM (SELECT a.actor_id, a.month, ${hours ? MONTH_HOURS.map((h) => `a.${h}, `).join('') : ''}${MONTH_HOURS.map((h) => `a.${h}`).join(' | ')} AS dm
+                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg}) a WHERE a.dm <> 0) a`;
     const series = `generate_series(1, ${bounds.length - 1})`;
     const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
     if (type === 'recurring') {
@@ -172,7 +176,6 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
     // lowest bucket of its days in the range. When the range ends now, an actor seen in the range
     // only on its last day joins only if an event of that day came before now (one dated ahead of
     // the clock does not): checked on the actor days of the UTC days that day overlaps.
-    const f = scope.from;
     const d0 = f.getUTCDate();
     const h0 = f.getUTCHours();
     const month0 = `${f.toISOString().slice(0, 8)}01`;
@@ -186,12 +189,12 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
     let within = 'true';
     if (endsNow) {
       const utc = (t: number) => `${p.add(utcDay(t))}::date`;
-      within = `(cl <> 0 OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${filters('d')} AND d.day >= ${utc(midnight(lastDay))} AND d.day <= ${utc(to - 1)}
+      within = `(cl OR u IN (SELECT d.actor_id FROM rm_actor_days d WHERE ${filters('d')} AND d.day >= ${utc(midnight(lastDay))} AND d.day <= ${utc(to - 1)}
                                    AND d.events > 0 AND d.first_seen < ${p.add(scope.to)}))`;
     }
     return `
     WITH per AS (
-      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am, bit_or(${termsBucketMask(clTerms, bucketOf, 'dm')}) AS cl
+      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am, bool_or(${termsAny(clTerms, 'dm')}) AS cl
         FROM ${rows} GROUP BY 1),
     masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE NOT b AND cm <> 0 AND ${within}),
     cohort AS (SELECT u, round(ln(cm::float8) / ln(2))::int AS c FROM masks),

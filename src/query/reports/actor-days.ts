@@ -240,3 +240,15 @@ export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => num
   });
   return arms.length ? `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` : '0::bigint';
 }
+
+/** SQL: whether a row (alias a of rm_actor_months) has an active local day among `terms`. `allHours` as in termDays. */
+export function termsAny(terms: MonthTerm[], allHours?: string): string {
+  const arms = [...new Set(terms.map((t) => t.month))].sort().map(
+    (m) =>
+      `WHEN DATE '${m}' THEN ${terms
+        .filter((t) => t.month === m)
+        .map((t) => termDays(t, t.days, allHours))
+        .join(' | ')}`,
+  );
+  return arms.length ? `(CASE a.month ${arms.join(' ')} ELSE 0 END) <> 0` : 'false';
+}
