@@ -354,6 +354,31 @@ describe("rm_actor_months' merge", () => {
   });
 });
 
+describe("rm_actor_months' rewrite", () => {
+  it('rewrites the table (VACUUM FULL) past the bloat it is given, none by default on a small table; the answers stay those of a recomputation', async () => {
+    const tn = await tenantWithProduct(t.app, 'business');
+    const batch = Array.from({ length: 6 }, (_, j) => event({ actor_id: `w${j}`, timestamp: at(j * 60_000), account_id: 'acme' }));
+    assert.equal((await postEvents(t.app, tn.ingestKey, batch)).statusCode, 200);
+    const logged: string[] = [];
+    const log = { ...(silent as object), warn: (o: { step: string }) => logged.push(o.step) } as never;
+    const run = async (monthsBloat?: { ratio: number; minPages: number }) => {
+      const jobs = startJobs(t.db, [rollupJob(60, { vacuumEveryMs: 0, slowStepMs: 0.001, ...(monthsBloat && { monthsBloat }) })], log);
+      try {
+        for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await jobs.stop();
+      }
+    };
+    await run();
+    assert.ok(logged.includes('vacuum rm_actor_months'), logged.join(', '));
+    assert.ok(!logged.includes('vacuum full rm_actor_months'), 'a table of a few pages is not rewritten by default');
+    assert.equal((await postEvents(t.app, tn.ingestKey, [event({ actor_id: 'w9', timestamp: at(HOUR), account_id: 'acme' })])).statusCode, 200);
+    await run({ ratio: 0, minPages: 0 });
+    assert.ok(logged.includes('vacuum full rm_actor_months'), logged.join(', '));
+    await assertMatchesRaw(tn.id, 'rewritten');
+  });
+});
+
 describe('the rollup job on a busy store', () => {
   it('logs each transaction that held the store longer than slowStepMs, with what it did; none by default', async () => {
     const tenant = await tenantWithProduct(t.app, 'business');

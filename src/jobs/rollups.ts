@@ -10,6 +10,8 @@ import {
   staleTenants,
   touchRefreshed,
   vacuumTable,
+  rewriteBloatedMonths,
+  type MonthsBloat,
   MAINTAINED_TABLES,
 } from '../storage/rollups.js';
 import type { Job } from './runner.js';
@@ -141,6 +143,8 @@ export interface RollupOptions {
   compactEvery?: number;
   /** How often a run ends with VACUUM (ANALYZE) (default VACUUM_EVERY_MS; 0: every run). */
   vacuumEveryMs?: number;
+  /** When that upkeep also rewrites rm_actor_months (default: past 4 times the pages its rows need, and 10 MB). */
+  monthsBloat?: MonthsBloat;
   /** At most this many keys per step of rm_actor_months' merge (default: as many as fit `sliceMs`, from the last full step's time). */
   mergeKeys?: number;
   /** From how many usage rows in the window an account's or license's lists are built into its snapshot (default DETAIL_MIN_ROWS). */
@@ -158,6 +162,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
     initialWidth = 256,
     compactEvery = 0,
     vacuumEveryMs = VACUUM_EVERY_MS,
+    monthsBloat = { ratio: 4, minPages: 1280 },
     mergeKeys = 1 << 20,
     detailMinRows,
     slowStepMs = 0,
@@ -228,6 +233,8 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
           // One statement outside a transaction: its time includes any wait for the connection.
           watch(`vacuum ${table}`, performance.now() - began, { wait_included: true });
         }
+        const began = performance.now();
+        if (await rewriteBloatedMonths(s, monthsBloat)) watch('vacuum full rm_actor_months', performance.now() - began, { wait_included: true });
         vacuumedAt = performance.now();
       }
     },

@@ -313,3 +313,31 @@ export const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_ac
 export async function vacuumTable(q: Queryable, table: (typeof MAINTAINED_TABLES)[number] | 'events'): Promise<void> {
   await q.query(`VACUUM (ANALYZE) ${table}`);
 }
+
+/** rm_actor_months' rows per 8 kB page, about (36 MB for 197,685 rows when freshly written). */
+const MONTH_ROWS_PER_PAGE = 40;
+
+/** When rm_actor_months is rewritten: it holds more than `ratio` times the pages its rows need, and at least `minPages`. */
+export interface MonthsBloat {
+  ratio: number;
+  minPages: number;
+}
+
+/**
+ * Rewrites rm_actor_months (VACUUM FULL) when it holds many times the pages its rows need, after
+ * the upkeep's ANALYZE gave the planner its row count. A backlog folded in many slices keeps every
+ * slice's deltas until the run's merge (10 slices of 10M events: 2M rows, 414 MB, for 200,000
+ * merged rows, 36 MB); VACUUM makes that space reusable but does not give it back, and the readers
+ * of the table (retention, active actors, environment, accounts over time) scan it whole: a
+ * 12-week retention read 0.61 s against 0.44 s on the rewritten table. The rewrite holds the
+ * table (readers wait) for its length, 1.5 s at that size. Whether it ran.
+ */
+export async function rewriteBloatedMonths(q: Queryable, bloat: MonthsBloat): Promise<boolean> {
+  const [r] = await q.query<{ pages: number; rows: number }>(
+    "SELECT relpages::float8 AS pages, reltuples::float8 AS rows FROM pg_class WHERE oid = 'rm_actor_months'::regclass",
+  );
+  const [pages, rows] = [Number(r?.pages ?? 0), Number(r?.rows ?? -1)];
+  if (rows < 0 || pages < bloat.minPages || pages <= bloat.ratio * Math.ceil(rows / MONTH_ROWS_PER_PAGE)) return false;
+  await q.query('VACUUM (FULL, ANALYZE) rm_actor_months');
+  return true;
+}
