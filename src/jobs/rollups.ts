@@ -12,6 +12,7 @@ import {
   vacuumTable,
   rewriteBloatedMonths,
   type MonthsBloat,
+  MONTHS_BLOAT,
   MAINTAINED_TABLES,
 } from '../storage/rollups.js';
 import type { Job } from './runner.js';
@@ -162,7 +163,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
     initialWidth = 256,
     compactEvery = 0,
     vacuumEveryMs = VACUUM_EVERY_MS,
-    monthsBloat = { ratio: 4, minPages: 1280 },
+    monthsBloat = MONTHS_BLOAT,
     mergeKeys = 1 << 20,
     detailMinRows,
     slowStepMs = 0,

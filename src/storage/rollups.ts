@@ -323,6 +323,9 @@ export interface MonthsBloat {
   minPages: number;
 }
 
+/** The upkeep's default: 4 times, and 10 MB. */
+export const MONTHS_BLOAT: MonthsBloat = { ratio: 4, minPages: 1280 };
+
 /**
  * Rewrites rm_actor_months (VACUUM FULL) when it holds many times the pages its rows need, after
  * the upkeep's ANALYZE gave the planner its row count. A backlog folded in many slices keeps every
