@@ -21,7 +21,7 @@ export function backgroundJobs(config: Config, plans: Plans): Job[] {
     // (docs/read-model.md, "How big a slice is"). A step that holds the store longer than 250 ms is logged.
     config.databaseUrl
       ? rollupJob(config.rollupIntervalSeconds)
-      : rollupJob(config.rollupIntervalSeconds, { sliceMs: 200, initialWidth: 4, compactEvery: 8, slowStepMs: 250 }),
+      : rollupJob(config.rollupIntervalSeconds, { sliceMs: 200, initialWidth: 4, compactEvery: 8, slowStepMs: 250, vacuumEvents: false }),
     actorErasureJob(),
     eventRetentionJob(config.eventRetentionDays, plans),
   ];

@@ -146,6 +146,12 @@ export interface RollupOptions {
   vacuumEveryMs?: number;
   /** When that upkeep also rewrites rm_actor_months (default: past 4 times the pages its rows need, and 10 MB). */
   monthsBloat?: MonthsBloat;
+  /**
+   * Whether that upkeep vacuums `events` (default true) or only analyzes it: the embedded store
+   * runs one statement at a time, and a VACUUM of ten minutes of saturated ingest would hold every
+   * request for seconds (docs/read-model.md, "Upkeep").
+   */
+  vacuumEvents?: boolean;
   /** At most this many keys per step of rm_actor_months' merge (default: as many as fit `sliceMs`, from the last full step's time). */
   mergeKeys?: number;
   /** From how many usage rows in the window an account's or license's lists are built into its snapshot (default DETAIL_MIN_ROWS). */
@@ -164,6 +170,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
     compactEvery = 0,
     vacuumEveryMs = VACUUM_EVERY_MS,
     monthsBloat = MONTHS_BLOAT,
+    vacuumEvents = true,
     mergeKeys = 1 << 20,
     detailMinRows,
     slowStepMs = 0,
@@ -230,7 +237,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       if (performance.now() - vacuumedAt >= vacuumEveryMs) {
         for (const table of [...MAINTAINED_TABLES, 'events' as const]) {
           const began = performance.now();
-          await vacuumTable(s, table);
+          await vacuumTable(s, table, table === 'events' && !vacuumEvents);
           // One statement outside a transaction: its time includes any wait for the connection.
           watch(`vacuum ${table}`, performance.now() - began, { wait_included: true });
         }

@@ -309,9 +309,9 @@ export function touchRefreshed(now: Date): ScriptStatement[] {
  */
 export const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_accounts', 'ru_licenses'] as const;
 
-/** VACUUM (ANALYZE) of one table; outside any transaction (VACUUM cannot run in one). */
-export async function vacuumTable(q: Queryable, table: (typeof MAINTAINED_TABLES)[number] | 'events'): Promise<void> {
-  await q.query(`VACUUM (ANALYZE) ${table}`);
+/** VACUUM (ANALYZE) of one table, or only ANALYZE; outside any transaction (VACUUM cannot run in one). */
+export async function vacuumTable(q: Queryable, table: (typeof MAINTAINED_TABLES)[number] | 'events', analyzeOnly = false): Promise<void> {
+  await q.query(analyzeOnly ? `ANALYZE ${table}` : `VACUUM (ANALYZE) ${table}`);
 }
 
 /** rm_actor_months' rows per 8 kB page, about (36 MB for 197,685 rows when freshly written). */
