@@ -303,9 +303,10 @@ export function touchRefreshed(now: Date): ScriptStatement[] {
  * Neither store vacuums them by itself: PGlite has no autovacuum, and a PostgreSQL server may run
  * with it off. Without VACUUM their dead rows are never reused (each compaction leaves a day's
  * old rows behind); without ANALYZE the planner guesses their sizes. Events are only inserted
- * (and deleted by erasure, purge and retention): VACUUM reads only the pages written since the
- * last one and marks them all-visible, which lets the behaviour queries read `events_by_name`
- * alone (an index-only scan) instead of the heap.
+ * (and deleted by erasure, purge and retention): on PostgreSQL their VACUUM reads only the pages
+ * written since the last one and marks them all-visible, which lets the behaviour queries read
+ * `events_by_name` alone (an index-only scan); the embedded store's upkeep only analyzes them
+ * (rollupJob's vacuumEvents).
  */
 export const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_accounts', 'ru_licenses'] as const;
 
