@@ -24,7 +24,7 @@ import { loadConfig } from '../src/config.js';
 import { mergePlans } from '../src/domain/plans.js';
 import { LOCKS, openDb, type Db } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
-import { MAINTAINED_TABLES, MONTHS_BLOAT, rewriteBloatedMonths } from '../src/storage/rollups.js';
+import { upkeep } from '../src/storage/rollups.js';
 import { insertProduct } from '../src/storage/products.js';
 import { insertApiKey } from '../src/storage/tenants.js';
 
@@ -85,10 +85,7 @@ async function generate(db: Db, tenantId: string, productId: string): Promise<vo
   // from 0.9 to 4.6 s at 10M) and read the heap where an index would do.
   await db.withLock(LOCKS.bench, async (session) => {
     await session.exec('SET statement_timeout = 0');
-    // (The embedded store's upkeep only analyzes events: docs/read-model.md, "Upkeep".)
-    for (const table of [...MAINTAINED_TABLES, 'events', 'actor_links'])
-      await session.query(table === 'events' && !DATABASE_URL ? 'ANALYZE events' : `VACUUM (ANALYZE) ${table}`);
-    await rewriteBloatedMonths(session, MONTHS_BLOAT);
+    await upkeep(session, { vacuumEvents: !!DATABASE_URL });
   });
   console.log(`folded in ${((performance.now() - t1) / 1000).toFixed(0)} s; load ${load()}`);
 }

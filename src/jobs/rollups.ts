@@ -9,11 +9,9 @@ import {
   type SummaryCursor,
   staleTenants,
   touchRefreshed,
-  vacuumTable,
-  rewriteBloatedMonths,
+  upkeep,
   type MonthsBloat,
   MONTHS_BLOAT,
-  MAINTAINED_TABLES,
 } from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
@@ -235,14 +233,8 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves
       // requests between them (docs/read-model.md, "Upkeep").
       if (performance.now() - vacuumedAt >= vacuumEveryMs) {
-        for (const table of [...MAINTAINED_TABLES, 'events' as const]) {
-          const began = performance.now();
-          await vacuumTable(s, table, table === 'events' && !vacuumEvents);
-          // One statement outside a transaction: its time includes any wait for the connection.
-          watch(`vacuum ${table}`, performance.now() - began, { wait_included: true });
-        }
-        const began = performance.now();
-        if (await rewriteBloatedMonths(s, monthsBloat)) watch('vacuum full rm_actor_months', performance.now() - began, { wait_included: true });
+        // One statement outside a transaction each: its time includes any wait for the connection.
+        await upkeep(s, { vacuumEvents, monthsBloat }, (name, ms) => watch(name, ms, { wait_included: true }));
         vacuumedAt = performance.now();
       }
     },

@@ -308,12 +308,7 @@ export function touchRefreshed(now: Date): ScriptStatement[] {
  * `events_by_name` alone (an index-only scan); the embedded store's upkeep only analyzes them
  * (rollupJob's vacuumEvents).
  */
-export const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_accounts', 'ru_licenses'] as const;
-
-/** VACUUM (ANALYZE) of one table, or only ANALYZE; outside any transaction (VACUUM cannot run in one). */
-export async function vacuumTable(q: Queryable, table: (typeof MAINTAINED_TABLES)[number] | 'events', analyzeOnly = false): Promise<void> {
-  await q.query(analyzeOnly ? `ANALYZE ${table}` : `VACUUM (ANALYZE) ${table}`);
-}
+const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_accounts', 'ru_licenses'] as const;
 
 /** rm_actor_months' rows per 8 kB page, about (36 MB for 197,685 rows when freshly written). */
 const MONTH_ROWS_PER_PAGE = 40;
@@ -336,7 +331,7 @@ export const MONTHS_BLOAT: MonthsBloat = { ratio: 4, minPages: 1280 };
  * 12-week retention read 0.61 s against 0.44 s on the rewritten table. The rewrite holds the
  * table (readers wait) for its length, 1.5 s at that size. Whether it ran.
  */
-export async function rewriteBloatedMonths(q: Queryable, bloat: MonthsBloat): Promise<boolean> {
+async function rewriteBloatedMonths(q: Queryable, bloat: MonthsBloat): Promise<boolean> {
   const [r] = await q.query<{ pages: number; rows: number }>(
     "SELECT relpages::float8 AS pages, reltuples::float8 AS rows FROM pg_class WHERE oid = 'rm_actor_months'::regclass",
   );
@@ -344,4 +339,25 @@ export async function rewriteBloatedMonths(q: Queryable, bloat: MonthsBloat): Pr
   if (rows < 0 || pages < bloat.minPages || pages <= bloat.ratio * Math.ceil(rows / MONTH_ROWS_PER_PAGE)) return false;
   await q.query('VACUUM (FULL, ANALYZE) rm_actor_months');
   return true;
+}
+
+/**
+ * The read model's upkeep, one statement at a time (so that the embedded store serves requests
+ * between them) and outside any transaction (VACUUM cannot run in one): VACUUM (ANALYZE) of every maintained table, of `events` too or only its ANALYZE
+ * (`vacuumEvents`: the embedded store only analyzes them), then the rewrite of a bloated
+ * rm_actor_months. `timed` hears each statement's name and time (its wait for the connection
+ * included).
+ */
+export async function upkeep(
+  q: Queryable,
+  { vacuumEvents, monthsBloat = MONTHS_BLOAT }: { vacuumEvents: boolean; monthsBloat?: MonthsBloat },
+  timed: (name: string, ms: number) => void = () => {},
+): Promise<void> {
+  for (const table of [...MAINTAINED_TABLES, 'events' as const]) {
+    const began = performance.now();
+    await q.query(table === 'events' && !vacuumEvents ? 'ANALYZE events' : `VACUUM (ANALYZE) ${table}`);
+    timed(`vacuum ${table}`, performance.now() - began);
+  }
+  const began = performance.now();
+  if (await rewriteBloatedMonths(q, monthsBloat)) timed('vacuum full rm_actor_months', performance.now() - began);
 }
