@@ -6,9 +6,9 @@ import { rollupInfo } from '../storage/accounts.js';
 import type { TenantRow } from '../storage/tenants.js';
 import { requireFeature } from './guard.js';
 import { cursorKey } from './page.js';
-import { Params as SegmentParams } from './behaviour/event-sql.js';
 import { segmentFilterSql } from './behaviour/segments.js';
 import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
+import { Params } from './params.js';
 
 // The one filter grammar of the query side (docs/reports.md): every report, the sessions, the
 // environment and the event explorer take these parameters, parse them here and nowhere else.
@@ -86,7 +86,7 @@ export async function resolveFilters(q: Queryable, principal: Principal, p: Filt
   const days = /^(\d+)d$/.exec(p.range ?? (p.from === undefined && p.to === undefined ? '30d' : ''));
   let segment: Filters['segment'];
   if (p.segment_id !== undefined) {
-    const own = new SegmentParams();
+    const own = new Params();
     segment = { text: await segmentFilterSql(q, principal.tenant, p.segment_id, own, now), values: own.values };
   }
   return {
@@ -140,29 +140,20 @@ export function checkBuckets(s: Scope): void {
   }
 }
 
-/** Positional parameters for hand-written SQL: `sql.p(value)` is `$n`. */
-export class Params {
-  readonly values: unknown[] = [];
-  p(v: unknown): string {
-    this.values.push(v);
-    return `$${this.values.length}`;
-  }
-}
-
 /**
  * The raw events of the filters (alias e), from..to; the actor resolved through identify links is `actor`. `source`: the table
  * they are read from, `events` or a CTE of its rows (a chunk, chunks.ts).
  */
 export function rawEvents(f: Filters, sql: Params, columns: string, joins = '', source = 'events'): string {
   const s = f.scope;
-  const where = [`e.tenant_id = ${sql.p(s.tenantId)}`, `e.occurred_at >= ${sql.p(s.from)}`, `e.occurred_at < ${sql.p(s.to)}`];
-  if (s.productId) where.push(`e.product_id = ${sql.p(s.productId)}`);
-  if (s.version !== undefined) where.push(`e.product_version = ${sql.p(s.version)}`);
-  if (s.accountId !== undefined) where.push(`e.account_id = ${sql.p(s.accountId)}`);
-  if (s.licenseId !== undefined) where.push(`e.license_id = ${sql.p(s.licenseId)}`);
-  if (f.category !== undefined) where.push(`e.category = ${sql.p(f.category)}`);
-  if (f.name !== undefined) where.push(`e.name = ${sql.p(f.name)}`);
-  for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.p(k)} = ${sql.p(v)}`);
+  const where = [`e.tenant_id = ${sql.add(s.tenantId)}`, `e.occurred_at >= ${sql.add(s.from)}`, `e.occurred_at < ${sql.add(s.to)}`];
+  if (s.productId) where.push(`e.product_id = ${sql.add(s.productId)}`);
+  if (s.version !== undefined) where.push(`e.product_version = ${sql.add(s.version)}`);
+  if (s.accountId !== undefined) where.push(`e.account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) where.push(`e.license_id = ${sql.add(s.licenseId)}`);
+  if (f.category !== undefined) where.push(`e.category = ${sql.add(f.category)}`);
+  if (f.name !== undefined) where.push(`e.name = ${sql.add(f.name)}`);
+  for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.add(k)} = ${sql.add(v)}`);
   if (f.segment) where.push(segmentWhere(f, sql, ACTOR));
   return `SELECT ${columns} FROM ${source} e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
 }
@@ -173,17 +164,17 @@ export const ACTOR = 'coalesce(l.identified_actor_id, e.actor_id)';
 export function segmentWhere(f: Filters, sql: Params, actor: string): string {
   if (!f.segment) return 'true';
   const { text, values } = f.segment;
-  return `${actor} IN (${text.replace(/\$(\d+)/g, (_, i: string) => sql.p(values[Number(i) - 1]))})`;
+  return `${actor} IN (${text.replace(/\$(\d+)/g, (_, i: string) => sql.add(values[Number(i) - 1]))})`;
 }
 
 /** The local bucket an instant falls in, as a timestamp without time zone. */
-export const bucketOf = (col: string, sql: Params, s: Scope) => `date_trunc('${s.interval}', ${col} AT TIME ZONE ${sql.p(s.tz)})`;
+export const bucketOf = (col: string, sql: Params, s: Scope) => `date_trunc('${s.interval}', ${col} AT TIME ZONE ${sql.add(s.tz)})`;
 
 /** Every local bucket of the range, empty ones too (b: local timestamp). */
 export function bucketSeries(sql: Params, s: Scope): string {
-  const tz = sql.p(s.tz);
-  return `SELECT generate_series(date_trunc('${s.interval}', ${sql.p(s.from)}::timestamptz AT TIME ZONE ${tz}),
-            ${sql.p(s.to)}::timestamptz AT TIME ZONE ${tz} - interval '1 microsecond', interval '1 ${s.interval}') AS b`;
+  const tz = sql.add(s.tz);
+  return `SELECT generate_series(date_trunc('${s.interval}', ${sql.add(s.from)}::timestamptz AT TIME ZONE ${tz}),
+            ${sql.add(s.to)}::timestamptz AT TIME ZONE ${tz} - interval '1 microsecond', interval '1 ${s.interval}') AS b`;
 }
 
 /** A bucket's label: its local start, `YYYY-MM-DD` (day, week, month) or `YYYY-MM-DDTHH:00` (hour). */
@@ -195,11 +186,11 @@ export const RecordFilterProps = (({ category: _c, name: _n, property: _p, segme
 /** Conditions on a table with tenant_id, product_id, product_version, account_id, license_id and a time column. */
 export function recordWhere(f: Filters, sql: Params, time: string, alias: string): string[] {
   const s = f.scope;
-  const where = [`${alias}.tenant_id = ${sql.p(s.tenantId)}`, `${alias}.${time} >= ${sql.p(s.from)}`, `${alias}.${time} < ${sql.p(s.to)}`];
-  if (s.productId) where.push(`${alias}.product_id = ${sql.p(s.productId)}`);
-  if (s.version !== undefined) where.push(`${alias}.product_version = ${sql.p(s.version)}`);
-  if (s.accountId !== undefined) where.push(`${alias}.account_id = ${sql.p(s.accountId)}`);
-  if (s.licenseId !== undefined) where.push(`${alias}.license_id = ${sql.p(s.licenseId)}`);
+  const where = [`${alias}.tenant_id = ${sql.add(s.tenantId)}`, `${alias}.${time} >= ${sql.add(s.from)}`, `${alias}.${time} < ${sql.add(s.to)}`];
+  if (s.productId) where.push(`${alias}.product_id = ${sql.add(s.productId)}`);
+  if (s.version !== undefined) where.push(`${alias}.product_version = ${sql.add(s.version)}`);
+  if (s.accountId !== undefined) where.push(`${alias}.account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) where.push(`${alias}.license_id = ${sql.add(s.licenseId)}`);
   return where;
 }
 

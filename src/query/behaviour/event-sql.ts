@@ -1,4 +1,5 @@
 import type { Scope } from '../scope.js';
+import { Params } from '../params.js';
 
 // SQL pieces shared by the queries on raw events (funnels, paths, drill-down): the counted unit
 // with identity links applied, the scope's filters, and event matchers (category + name + property
@@ -10,14 +11,6 @@ export interface EventMatcher {
   category: string;
   name: string;
   properties?: Record<string, string | number | boolean> | undefined;
-}
-
-export class Params {
-  readonly values: unknown[] = [];
-  add(v: unknown): string {
-    this.values.push(v);
-    return `$${this.values.length}`;
-  }
 }
 
 /** The unit an event counts for. An anonymous actor linked by identify counts as the identified one. */

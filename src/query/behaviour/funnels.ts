@@ -3,10 +3,11 @@ import type { Db } from '../../storage/db.js';
 import { requireFeature, type TenantPlan } from '../guard.js';
 import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
-import { maskSql, matchSql, Params, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
+import { maskSql, matchSql, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
 import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvent, type UnitResult } from './funnel-eval.js';
 import { periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
+import { Params } from '../params.js';
 
 // Funnels on raw events (docs/behaviour.md): one statement reads the step and exclusion events of
 // the units that entered in the range, identity links applied, as one row per unit holding its
@@ -74,7 +75,8 @@ export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, inp
 
   const p = new Params();
   const unit = unitSql(query.count_by);
-  const where = scopeSql(scope, p);
+  // Strict order reads every event of the unit; the others only the events their steps and exclusions name.
+  const where = scopeSql(scope, p, query.order !== 'strict');
   const steps = query.steps.map((s) => matchSql(s, p));
   const excl = (query.exclusions ?? []).map((x) => matchSql(x, p));
   const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;

@@ -2,8 +2,9 @@ import type { Db } from '../../storage/db.js';
 import type { TenantPlan } from '../guard.js';
 import { echo, resolveScope, type ScopeParams } from '../scope.js';
 import { checkRange, withBudget } from './budget.js';
-import { Params, scopeSql, unitSql } from './event-sql.js';
+import { scopeSql, unitSql } from './event-sql.js';
 import { segmentClause } from './segments.js';
+import { Params } from '../params.js';
 
 // Paths (docs/behaviour.md): the K events an actor did right after (or before) each occurrence of
 // a given event in the range, identity links applied, grouped into whole paths, the top N by

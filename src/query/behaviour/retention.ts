@@ -5,9 +5,10 @@ import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js'
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
-import { matchSql, Params, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
+import { matchSql, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
+import { Params } from '../params.js';
 
 // Retention (docs/behaviour.md): cohorts are the local periods of the range; a unit joins the
 // cohort of the period of its start event (first_time: its first start event ever, recurring:
@@ -194,7 +195,7 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
     }
     return `
     WITH per AS (
-      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am, bool_or(${termsAny(clTerms, 'dm')}) AS cl
+      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am${endsNow ? `, bool_or(${termsAny(clTerms, 'dm')}) AS cl` : ''}
         FROM ${rows} GROUP BY 1),
     masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE NOT b AND cm <> 0 AND ${within}),
     cohort AS (SELECT u, round(ln(cm::float8) / ln(2))::int AS c FROM masks),

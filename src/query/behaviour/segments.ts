@@ -5,7 +5,8 @@ import { requireFeature, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
 import { checkLatest, resolveRange, resolveScope, type ScopeParams } from '../scope.js';
 import { checkRange, withBudget } from './budget.js';
-import { matchSql, Params, scopeSql, type EventMatcher } from './event-sql.js';
+import { matchSql, scopeSql, type EventMatcher } from './event-sql.js';
+import { Params } from '../params.js';
 
 // Segments (docs/behaviour.md): a saved set of actors. A dynamic segment is a definition
 // evaluated when used, over its own range (a relative range like 30d moves with time): actors
@@ -34,7 +35,7 @@ async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, 
   if (scope.empty) return 'SELECT NULL::text AS u WHERE false';
   const did = def.did ?? [];
   const where = scopeSql(scope, p, did.length > 0);
-  const [from, to] = [p.add(scope.from), p.add(scope.to)];
+  const [tenantId, from, to] = [p.add(scope.tenantId), p.add(scope.from), p.add(scope.to)];
   // Counted per raw actor id first (one hash aggregate over the events read, no join per event),
   // then per unit: an anonymous id linked by identify adds its counts to the identified actor's.
   const counts: string[] = [];
@@ -56,12 +57,12 @@ async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, 
   // (through events_by_name, on PostgreSQL from the index alone), and the version's events for on_version.
   const only = did.length > 0 ? ` AND (${matched.join(' OR ')})` : '';
   const first = def.first_seen_in_range
-    ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${p.add(tenant.id)} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
+    ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${tenantId} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
     : '';
   return `SELECT g.u FROM (SELECT COALESCE(l.identified_actor_id, x.actor_id) AS u
             FROM (SELECT e.actor_id${counts.map((c) => `, ${c}`).join('')} FROM events e
                    WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}${only} GROUP BY 1) x
-            LEFT JOIN actor_links l ON l.tenant_id = ${p.add(scope.tenantId)} AND l.anonymous_actor_id = x.actor_id
+            LEFT JOIN actor_links l ON l.tenant_id = ${tenantId} AND l.anonymous_actor_id = x.actor_id
            GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${first}`;
 }
 

@@ -1,9 +1,10 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { checkBuckets, FilterProps, head, Params, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { checkBuckets, FilterProps, head, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { DAY_MS } from '../scope.js';
 import { actorDays, localActorMonths } from './actor-days.js';
 import { bucketStart, eachWordBit, WORD_DAYS as WORD, wordsText } from './buckets.js';
+import { Params } from '../params.js';
 
 // Active actors (docs/reports.md): distinct actors per interval; DAU, WAU and MAU per day, rolling
 // (the 1, 7 and 30 local days ending that day) and exact; stickiness (DAU/MAU, and how many days
@@ -51,15 +52,15 @@ async function period(q: Queryable, f: Filters) {
     sql = monthSql;
     m = `SELECT a.actor_id AS actor, ${months.words.map((x, w) => `bit_or(${x}) AS w${w}`).join(', ')} FROM ${months.from} AND ${months.any} GROUP BY a.actor_id`;
   } else {
-    const off = `(day - ${sql.p(ad.backDay)}::date)`;
+    const off = `(day - ${sql.add(ad.backDay)}::date)`;
     m = `SELECT actor, ${words.map((w) => `bit_or(CASE WHEN ${off} / ${WORD} = ${w} THEN 1::bigint << (${off} % ${WORD}) ELSE 0 END) AS w${w}`).join(', ')}
          FROM (${ad.sql}) ad GROUP BY actor`;
   }
   const rows = await q.query<{ w: string; first: string | null; n: string }>(
     `WITH m AS (${m})
      SELECT ${wordsText('m', words.length)} AS w,
-            to_char(date_trunc('${i}', f.first_seen AT TIME ZONE ${sql.p(s.tz)}), 'YYYY-MM-DD') AS first, count(*) AS n
-       FROM m LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.p(s.tenantId)} AND f.actor_id = m.actor
+            to_char(date_trunc('${i}', f.first_seen AT TIME ZONE ${sql.add(s.tz)}), 'YYYY-MM-DD') AS first, count(*) AS n
+       FROM m LEFT JOIN rm_actor_first f ON f.tenant_id = ${sql.add(s.tenantId)} AND f.actor_id = m.actor
       GROUP BY 1, 2`,
     sql.values,
   );

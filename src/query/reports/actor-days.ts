@@ -1,7 +1,8 @@
 import { validationError } from '../../errors.js';
-import { ACTOR, Params, rawEvents, segmentWhere, type Filters } from '../filters.js';
+import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { eachBit, WORD_DAYS } from './buckets.js';
+import { Params } from '../params.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -65,22 +66,22 @@ export function wholeLocalDays(f: Filters, toNow: boolean): { first: Ymd; last: 
  */
 export function localActorDays(f: Filters, sql: Params, first: Ymd, last: Ymd, columns: string, where: string[] = []): string {
   const s = f.scope;
-  const w = [`a.tenant_id = ${sql.p(s.tenantId)}`, 'a.events > 0', ...where];
-  if (s.productId) w.push(`a.product_id = ${sql.p(s.productId)}`);
-  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.p(s.accountId)}`);
-  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.p(s.licenseId)}`);
+  const w = [`a.tenant_id = ${sql.add(s.tenantId)}`, 'a.events > 0', ...where];
+  if (s.productId) w.push(`a.product_id = ${sql.add(s.productId)}`);
+  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.add(s.licenseId)}`);
   w.push(segmentWhere(f, sql, 'a.actor_id'));
   if (UTC_ZONES.has(s.tz)) {
-    w.push(`a.day >= ${sql.p(isoDay(first))}::date`, `a.day <= ${sql.p(isoDay(last))}::date`);
+    w.push(`a.day >= ${sql.add(isoDay(first))}::date`, `a.day <= ${sql.add(isoDay(last))}::date`);
     return `SELECT ${columns} FROM (SELECT a.*, a.day AS lday FROM rm_actor_days a WHERE ${w.join(' AND ')}) a`;
   }
   const lo = zonedMidnight(first.y, first.m, first.d, s.tz);
   const next = plusDays(last, 1);
   const hi = zonedMidnight(next.y, next.m, next.d, s.tz);
-  w.push(`a.day >= ${sql.p(lo.toISOString().slice(0, 10))}::date`, `a.day <= ${sql.p(new Date(hi.getTime() - 1).toISOString().slice(0, 10))}::date`);
+  w.push(`a.day >= ${sql.add(lo.toISOString().slice(0, 10))}::date`, `a.day <= ${sql.add(new Date(hi.getTime() - 1).toISOString().slice(0, 10))}::date`);
   // Per UTC day, the mask of its hours that fall in each local day.
-  const hours = `SELECT (t AT TIME ZONE 'UTC')::date AS day, (t AT TIME ZONE ${sql.p(s.tz)})::date AS lday, bit_or(1 << extract(hour FROM t AT TIME ZONE 'UTC')::int) AS mask
-      FROM generate_series(${sql.p(lo)}::timestamptz, ${sql.p(hi)}::timestamptz - interval '1 hour', interval '1 hour') t GROUP BY 1, 2`;
+  const hours = `SELECT (t AT TIME ZONE 'UTC')::date AS day, (t AT TIME ZONE ${sql.add(s.tz)})::date AS lday, bit_or(1 << extract(hour FROM t AT TIME ZONE 'UTC')::int) AS mask
+      FROM generate_series(${sql.add(lo)}::timestamptz, ${sql.add(hi)}::timestamptz - interval '1 hour', interval '1 hour') t GROUP BY 1, 2`;
   return `SELECT ${columns} FROM (SELECT a.*, m.lday FROM rm_actor_days a JOIN (${hours}) m ON m.day = a.day AND a.hours & m.mask <> 0
      WHERE ${w.join(' AND ')}) a`;
 }
@@ -96,7 +97,7 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
   const wide: Filters = { ...f, scope: { ...s, from: new Date(back) } };
   const range = { firstDay: isoDay(first), lastDay: isoDay(last), backDay: isoDay(backDay) };
   if (!actorDaysAnswer(f, backDay, last)) {
-    return { ...range, source: 'events', sql: rawEvents(wide, sql, `(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date AS day, ${ACTOR} AS actor`) };
+    return { ...range, source: 'events', sql: rawEvents(wide, sql, `(e.occurred_at AT TIME ZONE ${sql.add(s.tz)})::date AS day, ${ACTOR} AS actor`) };
   }
   return { ...range, source: 'read_model', sql: localActorDays(f, sql, backDay, last, 'a.lday AS day, a.actor_id AS actor') };
 }
@@ -169,10 +170,10 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
   if (!terms) return undefined;
   const s = f.scope;
   const months = [...new Set(terms.map((t) => t.month))].sort();
-  const w = [`a.tenant_id = ${sql.p(s.tenantId)}`, `a.month >= ${sql.p(months[0])}::date`, `a.month <= ${sql.p(months.at(-1))}::date`];
-  if (s.productId) w.push(`a.product_id = ${sql.p(s.productId)}`);
-  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.p(s.accountId)}`);
-  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.p(s.licenseId)}`);
+  const w = [`a.tenant_id = ${sql.add(s.tenantId)}`, `a.month >= ${sql.add(months[0])}::date`, `a.month <= ${sql.add(months.at(-1))}::date`];
+  if (s.productId) w.push(`a.product_id = ${sql.add(s.productId)}`);
+  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.add(s.licenseId)}`);
   w.push(segmentWhere(f, sql, 'a.actor_id'));
   const byMonth = (expr: (t: MonthTerm) => string | undefined, empty: string) => {
     const arms = months.flatMap((m) => {

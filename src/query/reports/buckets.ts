@@ -1,6 +1,7 @@
 import type { Queryable } from '../../storage/db.js';
-import { bucketSeries, label, Params, type Filters } from '../filters.js';
+import { bucketSeries, label, type Filters } from '../filters.js';
 import { DAY_MS, type Ymd } from '../scope.js';
+import { Params } from '../params.js';
 
 // A report's buckets (interval day, week from Monday, or month, in local days): their labels, their
 // numbers for per-actor bit masks in SQL, and the same cut in the server.
@@ -52,7 +53,7 @@ export function bucketIndex(i: 'day' | 'week' | 'month', first: Ymd, last: Ymd, 
   const days = (Date.UTC(last.y, last.m - 1, last.d) - Date.UTC(first.y, first.m - 1, first.d)) / DAY_MS;
   const buckets = i === 'day' ? days + 1 : i === 'week' ? Math.floor(days / 7) + 2 : (last.y - first.y) * 12 + last.m - first.m + 1;
   if (buckets > MAX_MASK_BUCKETS) return undefined;
-  const start = sql.p(`${first.y}-${String(first.m).padStart(2, '0')}-${String(first.d).padStart(2, '0')}`);
+  const start = sql.add(`${first.y}-${String(first.m).padStart(2, '0')}-${String(first.d).padStart(2, '0')}`);
   const b0 = `date_trunc('${i}', ${start}::timestamp)`;
   const sums = (mask: string, weight: string) =>
     `array[${Array.from({ length: buckets }, (_, n) => `sum(${weight}) FILTER (WHERE ${mask} & (1::bigint << ${n}) <> 0)`).join(', ')}]`;

@@ -1,6 +1,7 @@
 import { queryTooLarge } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
-import { exactTime, Params, type Filters } from '../filters.js';
+import { exactTime, type Filters } from '../filters.js';
+import { Params } from '../params.js';
 
 // Raw events read in chunks, one short statement each, so that on the embedded store (one
 // connection, a statement never interrupted) the writes queued behind a long report run between
@@ -75,13 +76,13 @@ export async function eachChunk<T>(
     const sql = new Params();
     // After the last chunk's key: written as a bound on occurred_at and an OR, not as the row comparison
     // (occurred_at, event_id) > (…), which the planner took as a filter, sorting every event after the key (1.2 s a chunk).
-    let start = `occurred_at >= ${sql.p(s.from)}::timestamptz`;
+    let start = `occurred_at >= ${sql.add(s.from)}::timestamptz`;
     if (after) {
-      const at = sql.p(after[0]);
-      start += ` AND occurred_at >= ${at}::timestamptz AND (occurred_at > ${at}::timestamptz OR event_id > ${sql.p(after[1])}::uuid)`;
+      const at = sql.add(after[0]);
+      start += ` AND occurred_at >= ${at}::timestamptz AND (occurred_at > ${at}::timestamptz OR event_id > ${sql.add(after[1])}::uuid)`;
     }
-    const chunk = `c AS MATERIALIZED (SELECT * FROM events WHERE tenant_id = ${sql.p(s.tenantId)} AND ${start} AND occurred_at < ${sql.p(s.to)}::timestamptz
-       ORDER BY occurred_at, event_id LIMIT ${sql.p(rows)})`;
+    const chunk = `c AS MATERIALIZED (SELECT * FROM events WHERE tenant_id = ${sql.add(s.tenantId)} AND ${start} AND occurred_at < ${sql.add(s.to)}::timestamptz
+       ORDER BY occurred_at, event_id LIMIT ${sql.add(rows)})`;
     const { ctes, select } = build(sql);
     const got = await q.query<T & ChunkKey>(
       `WITH ${chunk}, ${ctes}

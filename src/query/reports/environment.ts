@@ -1,10 +1,11 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { RESOLVED_ENV_CTE, ENV_FIELD_NAMES, ENV_FIELDS, type EnvField } from '../dimensions.js';
-import { FilterProps, head, Params, resolveFilters, segmentWhere, type Principal } from '../filters.js';
+import { FilterProps, head, resolveFilters, segmentWhere, type Principal } from '../filters.js';
 import { ACTOR, rawEvents } from '../filters.js';
 import { localDate, zonedMidnight } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths } from './actor-days.js';
+import { Params } from '../params.js';
 
 // Environment shares (docs/reports.md): active actors and sessions started in the range, by a
 // field of what clients sent in X-Environment-Data (the actor's latest; a session counts under its
@@ -36,12 +37,12 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
           sql: rawEvents({ ...f, scope: { ...s, from: zonedMidnight(first.y, first.m, first.d, s.tz) } }, sql, `DISTINCT ${ACTOR} AS actor`),
         };
   const expr = ENV_FIELDS[field];
-  const t = sql.p(s.tenantId);
-  const sw = [`r.tenant_id = ${sql.p(s.tenantId)}`, `r.started_at >= ${sql.p(s.from)}`, `r.started_at < ${sql.p(s.to)}`];
-  if (s.productId) sw.push(`r.product_id = ${sql.p(s.productId)}`);
-  if (s.version !== undefined) sw.push(`r.product_version = ${sql.p(s.version)}`);
-  if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.p(s.accountId)}`);
-  if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.p(s.licenseId)}`);
+  const t = sql.add(s.tenantId);
+  const sw = [`r.tenant_id = ${sql.add(s.tenantId)}`, `r.started_at >= ${sql.add(s.from)}`, `r.started_at < ${sql.add(s.to)}`];
+  if (s.productId) sw.push(`r.product_id = ${sql.add(s.productId)}`);
+  if (s.version !== undefined) sw.push(`r.product_version = ${sql.add(s.version)}`);
+  if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.add(s.licenseId)}`);
   sw.push(segmentWhere(f, sql, 'r.actor_id'));
   const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
     `WITH ad AS (${ad.sql}), ${RESOLVED_ENV_CTE(t)},

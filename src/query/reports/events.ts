@@ -4,8 +4,9 @@ import { Type, type Static } from 'typebox';
 import type { Db, Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { ACCOUNT_PLANS } from '../../domain/plans.js';
-import { exactTime, FilterProps, head, keysetCursor, Params, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { exactTime, FilterProps, head, keysetCursor, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
+import { Params } from '../params.js';
 
 // The event explorer: raw events newest first with the filter grammar and a cursor, and the
 // same as an export (NDJSON or CSV), its lines written by PostgreSQL: in one COPY on a PostgreSQL
@@ -44,10 +45,10 @@ export const seesAccounts = (p: Principal) =>
 /** The explorer's events of the filters (after the keyset position `before` when given, within `bounds`), newest first, without LIMIT. */
 function matching(f: Filters, p: EventListParams, sql: Params, columns: string, before: string[] | undefined, bounds?: Bounds): string {
   const extra: string[] = [];
-  if (bounds) extra.push(`e.occurred_at >= ${sql.p(bounds.lo)}::timestamptz AND e.occurred_at < ${sql.p(bounds.hi)}::timestamptz`);
-  if (p.actor_id !== undefined) extra.push(`(e.actor_id = ${sql.p(p.actor_id)} OR l.identified_actor_id = ${sql.p(p.actor_id)})`);
-  if (p.session_id !== undefined) extra.push(`e.session_id = ${sql.p(p.session_id)}::uuid`);
-  if (before) extra.push(`(e.occurred_at, e.event_id) < (${sql.p(before[0])}::timestamptz, ${sql.p(before[1])}::uuid)`);
+  if (bounds) extra.push(`e.occurred_at >= ${sql.add(bounds.lo)}::timestamptz AND e.occurred_at < ${sql.add(bounds.hi)}::timestamptz`);
+  if (p.actor_id !== undefined) extra.push(`(e.actor_id = ${sql.add(p.actor_id)} OR l.identified_actor_id = ${sql.add(p.actor_id)})`);
+  if (p.session_id !== undefined) extra.push(`e.session_id = ${sql.add(p.session_id)}::uuid`);
+  if (before) extra.push(`(e.occurred_at, e.event_id) < (${sql.add(before[0])}::timestamptz, ${sql.add(before[1])}::uuid)`);
   return `${rawEvents(f, sql, columns)}${extra.length ? ' AND ' + extra.join(' AND ') : ''} ORDER BY e.occurred_at DESC, e.event_id DESC`;
 }
 
@@ -74,8 +75,8 @@ async function bounds(q: Queryable, f: Filters, before: string[] | undefined): P
   const s = f.scope;
   if (s.version === undefined || s.productId === undefined) return undefined;
   const sql = new Params();
-  const [tenant, product, version, from] = [sql.p(s.tenantId), sql.p(s.productId), sql.p(s.version), sql.p(s.from)];
-  const to = before ? `least(${sql.p(s.to)}::timestamptz, ${sql.p(before[0])}::timestamptz + interval '1 microsecond')` : `${sql.p(s.to)}::timestamptz`;
+  const [tenant, product, version, from] = [sql.add(s.tenantId), sql.add(s.productId), sql.add(s.version), sql.add(s.from)];
+  const to = before ? `least(${sql.add(s.to)}::timestamptz, ${sql.add(before[0])}::timestamptz + interval '1 microsecond')` : `${sql.add(s.to)}::timestamptz`;
   const hour = (dir: 'ASC' | 'DESC') =>
     `(SELECT hour FROM rm_event_hours WHERE tenant_id = ${tenant} AND product_id = ${product} AND product_version = ${version}
          AND hour >= date_trunc('hour', ${from}::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AND hour < ${to} ORDER BY hour ${dir} LIMIT 1)`;
@@ -91,10 +92,10 @@ async function bounds(q: Queryable, f: Filters, before: string[] | undefined): P
   const u = new Params();
   const [r] = await q.query<{ lo: string | null; hi: string | null }>(
     `SELECT ${exactTime('min(occurred_at)')} AS lo, ${exactTime("(max(occurred_at) + interval '1 microsecond')")} AS hi FROM (
-       SELECT occurred_at FROM events WHERE tenant_id = ${u.p(s.tenantId)} AND ingest_xid >= ${u.p(least)}::bigint
-          AND (ingest_xid >= ${u.p(horizon)}::bigint OR ingest_xid = ANY(${u.p(pending)}::bigint[]))
-          AND product_id = ${u.p(s.productId)} AND product_version = ${u.p(s.version)}
-          AND occurred_at >= ${u.p(s.from)} AND occurred_at < ${before ? `least(${u.p(s.to)}::timestamptz, ${u.p(before[0])}::timestamptz + interval '1 microsecond')` : u.p(s.to)}
+       SELECT occurred_at FROM events WHERE tenant_id = ${u.add(s.tenantId)} AND ingest_xid >= ${u.add(least)}::bigint
+          AND (ingest_xid >= ${u.add(horizon)}::bigint OR ingest_xid = ANY(${u.add(pending)}::bigint[]))
+          AND product_id = ${u.add(s.productId)} AND product_version = ${u.add(s.version)}
+          AND occurred_at >= ${u.add(s.from)} AND occurred_at < ${before ? `least(${u.add(s.to)}::timestamptz, ${u.add(before[0])}::timestamptz + interval '1 microsecond')` : u.add(s.to)}
        OFFSET 0) x`,
     u.values,
   );
@@ -115,7 +116,7 @@ async function page(q: Queryable, f: Filters, p: EventListParams, accounts: bool
   const columns = `e.event_id::text, e.occurred_at, e.received_at, ${PRODUCT} AS product, e.product_version, e.category, e.name,
      e.actor_id, l.identified_actor_id, e.session_id::text, e.account_id, e.license_id, e.properties, ${exactTime('e.occurred_at')} AS at_key`;
   const rows = await q.query<Omit<Keyed, 'occurred_at' | 'received_at'> & { occurred_at: Date; received_at: Date }>(
-    `${matching(f, p, sql, columns, before, within)} LIMIT ${sql.p(limit)}`,
+    `${matching(f, p, sql, columns, before, within)} LIMIT ${sql.add(limit)}`,
     sql.values,
   );
   return rows.map(({ account_id, license_id, ...r }) => ({
@@ -217,7 +218,7 @@ async function exportPage(
   limit: number,
 ): Promise<ExportPage> {
   const sql = new Params();
-  const n = sql.p(limit);
+  const n = sql.add(limit);
   // One row per event rather than the page as one text value: a value past 128 kB is a large
   // object in V8, moved to the old generation by the first collection it lives through, and the
   // driver buffers a whole message (twice its size) in memory outside the heap. The key (exact

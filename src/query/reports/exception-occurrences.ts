@@ -3,9 +3,10 @@ import { notFound } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import type { Scope } from '../scope.js';
-import { exactTime, head, keysetCursor, Params, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
+import { exactTime, head, keysetCursor, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
 import { seesAccounts } from './events.js';
+import { Params } from '../params.js';
 
 // One exception group's occurrences (docs/reports.md), newest first by occurred_at, then
 // exception_id, keyset-paged with the one cursor of the query side. The group trend's filters
@@ -45,15 +46,15 @@ export async function exceptionOccurrences(q: Queryable, principal: Principal, f
   const limit = p.limit ?? 50;
   await requireGroup(q, f.scope, fingerprint);
   const sql = new Params();
-  const where = [...recordWhere(f, sql, 'occurred_at', 'e'), `e.fingerprint = ${sql.p(fingerprint)}`];
-  if (p.severity !== undefined) where.push(`e.severity = ${sql.p(p.severity)}`);
-  if (before) where.push(`(e.occurred_at, e.exception_id) < (${sql.p(before[0])}::timestamptz, ${sql.p(before[1])})`);
+  const where = [...recordWhere(f, sql, 'occurred_at', 'e'), `e.fingerprint = ${sql.add(fingerprint)}`];
+  if (p.severity !== undefined) where.push(`e.severity = ${sql.add(p.severity)}`);
+  if (before) where.push(`(e.occurred_at, e.exception_id) < (${sql.add(before[0])}::timestamptz, ${sql.add(before[1])})`);
   const rows = await q.query<Omit<Occurrence, 'occurred_at' | 'received_at'> & { occurred_at: Date; received_at: Date; at_key: string }>(
     `SELECT e.exception_id, e.occurred_at, e.received_at, p.slug AS product, e.product_version, e.exception_type, e.severity, e.message,
             e.actor_id, l.identified_actor_id, e.session_id, e.account_id, e.license_id, e.environment_context AS environment, ${exactTime('e.occurred_at')} AS at_key
        FROM exceptions e JOIN products p ON p.id = e.product_id
        LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id
-      WHERE ${where.join(' AND ')} ORDER BY e.occurred_at DESC, e.exception_id DESC LIMIT ${sql.p(limit + 1)}`,
+      WHERE ${where.join(' AND ')} ORDER BY e.occurred_at DESC, e.exception_id DESC LIMIT ${sql.add(limit + 1)}`,
     sql.values,
   );
   const accounts = seesAccounts(principal);
@@ -74,7 +75,7 @@ async function requireGroup(q: Queryable, s: Scope, fingerprint: string): Promis
   const [hit] = s.empty
     ? []
     : await q.query<{ hit: number }>(
-        `SELECT 1 AS hit FROM exceptions WHERE tenant_id = ${sql.p(s.tenantId)} AND fingerprint = ${sql.p(fingerprint)}${s.productId ? ` AND product_id = ${sql.p(s.productId)}` : ''} LIMIT 1`,
+        `SELECT 1 AS hit FROM exceptions WHERE tenant_id = ${sql.add(s.tenantId)} AND fingerprint = ${sql.add(fingerprint)}${s.productId ? ` AND product_id = ${sql.add(s.productId)}` : ''} LIMIT 1`,
         sql.values,
       );
   if (!hit) throw notFound('not_found', 'exception group');

@@ -2,8 +2,9 @@ import { Type, type Static } from 'typebox';
 import { notFound } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { checkBuckets, head, label, Params, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
+import { checkBuckets, head, label, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
 import { bucketLabels } from './buckets.js';
+import { Params } from '../params.js';
 
 // One exception group (a fingerprint): its occurrences and affected actors per interval in the
 // range, and its first and last version over all time (GET /v1/exceptions keeps its list as it
@@ -19,14 +20,14 @@ export async function exceptionTrend(q: Queryable, principal: Principal, fingerp
   const [group] = await q.query<{ exception_type: string; first_seen: Date; last_seen: Date; first_version: string; last_version: string; count: string }>(
     `SELECT (array_agg(exception_type ORDER BY occurred_at DESC))[1] AS exception_type, min(occurred_at) AS first_seen, max(occurred_at) AS last_seen,
             (array_agg(product_version ORDER BY occurred_at))[1] AS first_version, (array_agg(product_version ORDER BY occurred_at DESC))[1] AS last_version, count(*) AS count
-       FROM exceptions WHERE tenant_id = ${all.p(s.tenantId)} AND fingerprint = ${all.p(fingerprint)}${s.productId ? ` AND product_id = ${all.p(s.productId)}` : ''} HAVING count(*) > 0`,
+       FROM exceptions WHERE tenant_id = ${all.add(s.tenantId)} AND fingerprint = ${all.add(fingerprint)}${s.productId ? ` AND product_id = ${all.add(s.productId)}` : ''} HAVING count(*) > 0`,
     all.values,
   );
   if (!group || s.empty) throw notFound('not_found', 'exception group');
   const sql = new Params();
-  const where = [...recordWhere(f, sql, 'occurred_at', 'e'), `e.fingerprint = ${sql.p(fingerprint)}`].join(' AND ');
+  const where = [...recordWhere(f, sql, 'occurred_at', 'e'), `e.fingerprint = ${sql.add(fingerprint)}`].join(' AND ');
   const rows = await q.query<{ date: string | null; count: string; actors: string; fatal: string }>(
-    `SELECT ${label(`date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.p(s.tz)})`, s)} AS date, count(*) AS count,
+    `SELECT ${label(`date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.add(s.tz)})`, s)} AS date, count(*) AS count,
             count(DISTINCT coalesce(l.identified_actor_id, e.actor_id)) AS actors, count(*) FILTER (WHERE e.severity = 'fatal') AS fatal
        FROM exceptions e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id
       WHERE ${where} GROUP BY GROUPING SETS ((1), ())`,

@@ -7,7 +7,6 @@ import {
   head,
   keysetCursor,
   label,
-  Params,
   recordWhere,
   RecordFilterProps,
   resolveFilters,
@@ -16,6 +15,7 @@ import {
 } from '../filters.js';
 import { pageOf } from '../page.js';
 import { bucketLabels } from './buckets.js';
+import { Params } from '../params.js';
 
 // Sessions (docs/reports.md), from the read model's sessions (rm_sessions: status as Sentry's
 // release health defines it, the actor after identify, the account a session adopted), counted
@@ -57,7 +57,7 @@ const rate = (bad: number, all: number) => (all === 0 ? null : Math.round((1 - b
 function where(f: Filters, sql: Params): string {
   const s = f.scope;
   const w = recordWhere(f, sql, 'started_at', 'r');
-  w.push(`r.day >= (${sql.p(s.from)}::timestamptz AT TIME ZONE 'UTC')::date`, `r.day <= (${sql.p(s.to)}::timestamptz AT TIME ZONE 'UTC')::date`);
+  w.push(`r.day >= (${sql.add(s.from)}::timestamptz AT TIME ZONE 'UTC')::date`, `r.day <= (${sql.add(s.to)}::timestamptz AT TIME ZONE 'UTC')::date`);
   return w.join(' AND ');
 }
 
@@ -68,14 +68,14 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
   if (f.scope.empty) return { ...(await head(q, f.scope)), data: [], next_cursor: null };
   const sql = new Params();
   const w = [where(f, sql)];
-  if (p.status) w.push(`r.status = ${sql.p(p.status)}`);
-  if (p.actor_id) w.push(`r.actor_id = ${sql.p(p.actor_id)}`);
-  if (before) w.push(`(r.started_at, r.session_id) < (${sql.p(before[0])}::timestamptz, ${sql.p(before[1])})`);
+  if (p.status) w.push(`r.status = ${sql.add(p.status)}`);
+  if (p.actor_id) w.push(`r.actor_id = ${sql.add(p.actor_id)}`);
+  if (before) w.push(`(r.started_at, r.session_id) < (${sql.add(before[0])}::timestamptz, ${sql.add(before[1])})`);
   const rows = await q.query<SessionOut & { started_at: Date; ended_at: Date | null; errors: string; at_key: string }>(
     `SELECT r.session_id, r.actor_id, p.slug AS product, r.product_version, r.account_id, r.license_id, r.started_at, r.ended_at, r.end_reason,
             extract(epoch FROM r.ended_at - r.started_at)::float8 AS duration_s, r.errors, r.status, ${exactTime('r.started_at')} AS at_key
        FROM rm_sessions r JOIN products p ON p.id = r.product_id
-      WHERE ${w.join(' AND ')} ORDER BY r.started_at DESC, r.session_id DESC LIMIT ${sql.p(limit + 1)}`,
+      WHERE ${w.join(' AND ')} ORDER BY r.started_at DESC, r.session_id DESC LIMIT ${sql.add(limit + 1)}`,
     sql.values,
   );
   const paged = pageOf(rows, limit, (r) => [r.at_key, r.session_id]);
@@ -114,7 +114,7 @@ export async function sessionStats(q: Queryable, principal: Principal, p: Static
   const groups = await q.query<{ kind: string; k: string; n: string }>(
     `SELECT 'reason' AS kind, coalesce(r.end_reason, 'open') AS k, count(*) AS n FROM rm_sessions r WHERE ${w} GROUP BY 2
      UNION ALL SELECT 'status', r.status, count(*) FROM rm_sessions r WHERE ${w} GROUP BY 2
-     UNION ALL SELECT 'bucket', ${label(`date_trunc('${f.scope.interval}', r.started_at AT TIME ZONE ${sql.p(f.scope.tz)})`, f.scope)}, count(*) FROM rm_sessions r WHERE ${w} GROUP BY 2`,
+     UNION ALL SELECT 'bucket', ${label(`date_trunc('${f.scope.interval}', r.started_at AT TIME ZONE ${sql.add(f.scope.tz)})`, f.scope)}, count(*) FROM rm_sessions r WHERE ${w} GROUP BY 2`,
     sql.values,
   );
   const of = (kind: string) => Object.fromEntries(groups.filter((g) => g.kind === kind).map((g) => [g.k, n(g.n)]));

@@ -13,7 +13,6 @@ import {
   FilterProps,
   head,
   label,
-  Params,
   previousPeriod,
   rawEvents,
   requireAccountAnswers,
@@ -21,6 +20,7 @@ import {
   type Filters,
   type Principal,
 } from '../filters.js';
+import { Params } from '../params.js';
 
 // Trends: event counts and unique actors per interval, with at most one breakdown, its top N
 // values and "other" (PostHog's trends with math total and dau, breakdown_limit and the "other"
@@ -81,24 +81,24 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   if (s.interval !== 'hour' && !(midnight(s.from) && (toNow || midnight(to)))) return undefined;
 
   const sql = new Params();
-  const tz = () => sql.p(s.tz);
+  const tz = () => sql.add(s.tz);
   const i = s.interval;
   const column = b ? (b.expr === EVENT_KEYS.account ? 'account_id' : 'license_id') : undefined;
   const key = column ? `nullif(${column}, '')` : 'NULL::text';
   let events: string;
   if (perAccount) {
     const w = [
-      `tenant_id = ${sql.p(s.tenantId)}`,
-      `day >= ${sql.p(s.from.toISOString().slice(0, 10))}::date`,
-      `day < ${sql.p(to.toISOString().slice(0, 10))}::date`,
+      `tenant_id = ${sql.add(s.tenantId)}`,
+      `day >= ${sql.add(s.from.toISOString().slice(0, 10))}::date`,
+      `day < ${sql.add(to.toISOString().slice(0, 10))}::date`,
     ];
-    if (s.productId) w.push(`product_id = ${sql.p(s.productId)}`);
-    if (s.accountId !== undefined) w.push(`account_id = ${sql.p(s.accountId)}`);
-    if (s.licenseId !== undefined) w.push(`license_id = ${sql.p(s.licenseId)}`);
+    if (s.productId) w.push(`product_id = ${sql.add(s.productId)}`);
+    if (s.accountId !== undefined) w.push(`account_id = ${sql.add(s.accountId)}`);
+    if (s.licenseId !== undefined) w.push(`license_id = ${sql.add(s.licenseId)}`);
     events = `SELECT date_trunc('${i}', day::timestamp) AS b, ${key} AS k, sum(events) AS n FROM rm_usage_days WHERE ${w.join(' AND ')} GROUP BY 1, 2 HAVING sum(events) <> 0`;
   } else {
-    const w = [`tenant_id = ${sql.p(s.tenantId)}`, `hour >= ${sql.p(s.from)}`, `hour < ${sql.p(to)}`];
-    if (s.productId) w.push(`product_id = ${sql.p(s.productId)}`);
+    const w = [`tenant_id = ${sql.add(s.tenantId)}`, `hour >= ${sql.add(s.from)}`, `hour < ${sql.add(to)}`];
+    if (s.productId) w.push(`product_id = ${sql.add(s.productId)}`);
     events = `SELECT date_trunc('${i}', hour AT TIME ZONE ${tz()}) AS b, NULL::text AS k, sum(events) AS n FROM rm_event_hours WHERE ${w.join(' AND ')} GROUP BY 1`;
   }
   const k = column ? `nullif(a.${column}, '')` : 'NULL::text';
@@ -127,14 +127,14 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
       ? `SELECT date_trunc('hour', x.at AT TIME ZONE ${tz()}) AS b, ${key} AS k, a.actor_id FROM rm_actor_days a
            CROSS JOIN generate_series(0, 23) h CROSS JOIN LATERAL (SELECT (a.day + make_interval(hours => h)) AT TIME ZONE 'UTC' AS at) x
           WHERE ${[
-            `a.tenant_id = ${sql.p(s.tenantId)}`,
+            `a.tenant_id = ${sql.add(s.tenantId)}`,
             'a.events > 0',
-            `a.day >= ${sql.p(s.from.toISOString().slice(0, 10))}::date`,
-            `a.day <= ${sql.p(new Date(to.getTime() - 1).toISOString().slice(0, 10))}::date`,
-            ...(s.productId ? [`a.product_id = ${sql.p(s.productId)}`] : []),
+            `a.day >= ${sql.add(s.from.toISOString().slice(0, 10))}::date`,
+            `a.day <= ${sql.add(new Date(to.getTime() - 1).toISOString().slice(0, 10))}::date`,
+            ...(s.productId ? [`a.product_id = ${sql.add(s.productId)}`] : []),
             `a.hours & (1 << h) <> 0`,
-            `x.at >= ${sql.p(s.from)}`,
-            `x.at < ${sql.p(to)}`,
+            `x.at >= ${sql.add(s.from)}`,
+            `x.at < ${sql.add(to)}`,
           ].join(' AND ')}`
       : localActorDays(f, sql, first, last, `date_trunc('${i}', a.lday::timestamp) AS b, ${k} AS k, a.actor_id`);
   // Distinct actors by hashing, per bucket and over the range: a sort-based count(DISTINCT) under
@@ -181,7 +181,7 @@ function rankedRows(
 ): Promise<Row[]> {
   return q.query<Row>(
     `WITH ${source ? `${source},` : ''} ev AS MATERIALIZED (${events}),
-     top AS (SELECT k FROM ev GROUP BY k ORDER BY sum(n) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
+     top AS (SELECT k FROM ev GROUP BY k ORDER BY sum(n) DESC, k NULLS LAST LIMIT ${sql.add(limit)}),
      e AS (SELECT b, n, ${otherOf(b, 'ev')} AS o, k FROM ev),
      ${actors.cte},
      u AS (SELECT b, o, CASE WHEN o THEN NULL ELSE k END AS k, sum(n) AS events, 0 AS actors FROM e
@@ -235,12 +235,12 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
   if (read.chunkRows > 0) return chunkedRows(q, f, b, limit, read);
   const s = f.scope;
   const sql = new Params();
-  const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
+  const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.expr;
   const join = b?.env ? `LEFT JOIN env v ON v.actor_id = e.actor_id` : '';
   const index = s.interval === 'hour' ? undefined : bucketIndex(s.interval, localDate(s.from, s.tz), localDate(new Date(s.to.getTime() - 1), s.tz), sql);
   if (index) {
-    const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date`);
-    const env = b?.env ? `${ENV_CTE(sql.p(s.tenantId))},` : '';
+    const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.add(s.tz)})::date`);
+    const env = b?.env ? `${ENV_CTE(sql.add(s.tenantId))},` : '';
     // Two hash aggregates over the events read once: a single one with grouping sets sorted them all for one of its sets.
     return rankedRows(
       q,
@@ -254,9 +254,9 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
     );
   }
   return q.query<Row>(
-    `WITH ${b?.env ? ENV_CTE(sql.p(s.tenantId)) + ',' : ''}
+    `WITH ${b?.env ? ENV_CTE(sql.add(s.tenantId)) + ',' : ''}
      ev AS MATERIALIZED (${rawEvents(f, sql, `${bucketOf('e.occurred_at', sql, s)} AS b, ${key} AS k, ${ACTOR} AS actor`, join)}),
-     top AS (SELECT k FROM ev GROUP BY k ORDER BY count(*) DESC, k NULLS LAST LIMIT ${sql.p(limit)}),
+     top AS (SELECT k FROM ev GROUP BY k ORDER BY count(*) DESC, k NULLS LAST LIMIT ${sql.add(limit)}),
      m AS (SELECT b, actor, ${otherOf(b, 'ev')} AS o, ev.k FROM ev)
      SELECT ${label('b', s)} AS date, CASE WHEN o THEN NULL ELSE k END AS k, o, count(*) AS events, count(DISTINCT actor) AS actors
        FROM m GROUP BY GROUPING SETS ((o, CASE WHEN o THEN NULL ELSE k END, b), (o, CASE WHEN o THEN NULL ELSE k END))`,
@@ -316,12 +316,12 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
     f,
     read,
     (sql) => {
-      const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.p(b.propertyKey)}` : b.expr;
-      const env = b?.env ? `${ENV_CTE(sql.p(s.tenantId))},` : '';
+      const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.expr;
+      const env = b?.env ? `${ENV_CTE(sql.add(s.tenantId))},` : '';
       const join = b?.env ? `LEFT JOIN env v ON v.actor_id = e.actor_id` : '';
       if (masked) {
         const index = bucketIndex(s.interval as 'day' | 'week' | 'month', first, last, sql)!;
-        const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.p(s.tz)})::date`);
+        const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.add(s.tz)})::date`);
         // t 0: events per (bucket, key); 1: each (key, actor)'s buckets as a mask; 2: each bucket number's label.
         return {
           ctes: `${env} r AS MATERIALIZED (${rawEvents(f, sql, `${i} AS i, ${key} AS k, ${ACTOR} AS actor`, join, 'c')}),`,
@@ -369,7 +369,7 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
     // The ranking in SQL: its ORDER BY k orders ties in the database's collation, as rawRows' does.
     const sql = new Params();
     const ranked = await q.query<{ k: string | null }>(
-      `SELECT k FROM unnest(${sql.p(keys)}::text[], ${sql.p(keys.map(total))}::bigint[]) AS t(k, n) ORDER BY n DESC, k NULLS LAST LIMIT ${sql.p(limit)}`,
+      `SELECT k FROM unnest(${sql.add(keys)}::text[], ${sql.add(keys.map(total))}::bigint[]) AS t(k, n) ORDER BY n DESC, k NULLS LAST LIMIT ${sql.add(limit)}`,
       sql.values,
     );
     top = new Set(ranked.map((r) => r.k));

@@ -4,11 +4,12 @@ import { pickLatest } from '../../domain/version-selector.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
-import { ACTOR, checkBuckets, FilterProps, head, Params, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { ACTOR, checkBuckets, FilterProps, head, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths, wholeLocalDays } from './actor-days.js';
 import { seesAccounts } from './events.js';
 import { bucketIndex, bucketLabels, bucketStart, eachWordBit, wordsText } from './buckets.js';
+import { Params } from '../params.js';
 
 // Versions of one product (docs/reports.md): adoption over time (actors per version per interval,
 // an actor counted under the version it ended each day on), the share of the range's actors on
@@ -27,7 +28,7 @@ function actorVersionDays(f: Filters, sql: Params): { sql: string; source: 'read
     // A UTC day split across two local days keeps its last version for both (the read model's grain).
     return { source: 'read_model', sql: localActorDays(f, sql, first, last, 'a.lday AS day, a.actor_id AS actor, a.version, a.account_id, a.last_seen') };
   }
-  const tz = sql.p(s.tz);
+  const tz = sql.add(s.tz);
   return {
     source: 'events',
     sql: `SELECT DISTINCT ON (1, 2) day, actor, version, account_id, last_seen FROM (${rawEvents(
@@ -80,7 +81,7 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
           g AS MATERIALIZED (${groups}),
           -- Per actor, its last activity and its last on the latest version: on the latest when they are
           -- the same (a hash aggregate; DISTINCT ON sorted every group, 1.2 s for 554k on bench:queries).
-          last AS (SELECT max(ls) AS ls, max(ls) FILTER (WHERE version = ${sql.p(latest)}) AS on_latest FROM g GROUP BY actor)
+          last AS (SELECT max(ls) AS ls, max(ls) FILTER (WHERE version = ${sql.add(latest)}) AS on_latest FROM g GROUP BY actor)
      ${adoption}
      UNION ALL SELECT 'latest', '', '', count(*), count(*) FILTER (WHERE on_latest = ls), NULL FROM last
      ${
@@ -88,7 +89,7 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
          ? `UNION ALL SELECT 'archived', account_id, version, count(DISTINCT actor), 0, max(ls) FROM (
               SELECT DISTINCT ON (account_id) account_id, version FROM g WHERE account_id <> '' ORDER BY account_id, ls DESC) la
               JOIN g USING (account_id, version)
-             WHERE version = ANY(${sql.p(archived)}::text[])
+             WHERE version = ANY(${sql.add(archived)}::text[])
              GROUP BY account_id, version`
          : ''
      }`,
@@ -168,7 +169,7 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
     : rawEvents(
         f,
         sql,
-        `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.p(s.tz)}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
+        `date_trunc('${s.interval}', e.occurred_at AT TIME ZONE ${sql.add(s.tz)}) AS b, nullif(e.account_id, '') AS a, nullif(e.license_id, '') AS l`,
       );
   const rows = await q.query<{ date: string; accounts: string; licenses: string }>(
     // Distinct (bucket, account) and (bucket, license) pairs by hashing, then counted per bucket.
