@@ -3,10 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, get, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
+import { ADMIN_TOKEN, createTenant, get, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
+let readerKey: string;
 let fingerprint: string;
 const silent = { warn() {}, info() {}, error() {} } as never;
 const sid = (i: number) => `00000000-0000-4000-8000-00000000000${i}`;
@@ -21,13 +22,28 @@ before(async () => {
   t = await startTestApp();
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
+  const reader = await t.app.inject({
+    method: 'POST',
+    url: `/admin/v1/tenants/${tenant.id}/keys`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { name: 'reader', permissions: ['read'] },
+  });
+  assert.equal(reader.statusCode, 201, reader.body);
+  readerKey = reader.json().key;
   const post = async (url: string, payload: unknown) => {
     const res = await postJson(t.app, tenant.ingestKey, url, payload);
     assert.equal(res.statusCode, 200, res.body);
     return res.json();
   };
-  const start = (i: number, actor: string, version: string, at: string) =>
-    post('/v1/events/sessions', { session_id: sid(i), actor_id: actor, product: 'app', product_version: version, started_at: at });
+  const start = (i: number, actor: string, version: string, at: string, account?: string) =>
+    post('/v1/events/sessions', {
+      session_id: sid(i),
+      actor_id: actor,
+      product: 'app',
+      product_version: version,
+      started_at: at,
+      ...(account && { account_id: account }),
+    });
   const end = (i: number, at: string, reason = 'normal') => post('/v1/events/sessions/end', { session_id: sid(i), ended_at: at, end_reason: reason });
   const exception = (id: string, actor: string, version: string, at: string, severity: string, session?: number) =>
     post('/v1/events/exceptions', {
@@ -41,7 +57,7 @@ before(async () => {
       product_version: version,
       ...(session ? { session_id: sid(session) } : {}),
     });
-  await start(1, 'u1', '1.0', '2026-03-02T10:00:00Z');
+  await start(1, 'u1', '1.0', '2026-03-02T10:00:00Z', 'acme');
   await end(1, '2026-03-02T10:01:00Z');
   await start(2, 'u1', '1.0', '2026-03-02T11:00:00Z');
   await exception('x1', 'u1', '1.0', '2026-03-02T11:01:00Z', 'non_fatal', 2);
@@ -130,6 +146,15 @@ describe('sessions', () => {
     );
     const bad = await get(t.app, key, `/v1/sessions?cursor=${Buffer.from('["x"]').toString('base64url')}`);
     assert.equal(bad.statusCode, 400);
+  });
+
+  it('GET /v1/sessions: account and license ids only for keys that may see accounts (view_accounts)', async () => {
+    const admin = await ok(`/v1/sessions?${RANGE}`);
+    const s1 = admin.data.find((s: { session_id: string }) => s.session_id === sid(1));
+    assert.deepEqual([s1.account_id, s1.license_id], ['acme', null]);
+    const reader = await ok(`/v1/sessions?${RANGE}`, readerKey);
+    assert.equal(reader.data.length, 5);
+    for (const s of reader.data) assert.ok(!('account_id' in s) && !('license_id' in s), JSON.stringify(s));
   });
 
   it('GET /v1/exceptions/{fingerprint}: per day, first and last version; the list is unchanged', async () => {

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError, forbidden } from '../errors.js';
 import { ACCOUNT_PLANS } from '../domain/plans.js';
 
 // The one guard for plan features on the query side. Account and license answers (views,
@@ -10,6 +10,12 @@ import { ACCOUNT_PLANS } from '../domain/plans.js';
 export interface TenantPlan {
   plan: string;
   account_context_enabled: boolean;
+}
+
+/** Who asks: the key's permissions and its tenant. */
+export interface Reader {
+  permissions: readonly string[];
+  tenant: TenantPlan & { id: string };
 }
 
 export type Feature = 'account_context';
@@ -27,3 +33,16 @@ export function requireFeature(tenant: TenantPlan, feature: Feature): void {
     throw new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');
   }
 }
+
+/** Per-account and per-license answers: view_accounts (403 forbidden), then the plan and the tenant's setting. */
+export function requireAccountAnswers(who: Reader): void {
+  if (!who.permissions.includes('view_accounts')) throw forbidden('view_accounts');
+  requireFeature(who.tenant, 'account_context');
+}
+
+/**
+ * Whether answers may carry account and license ids (rows that name them, not counts): the key
+ * may view accounts, and the tenant's plan and setting allow them.
+ */
+export const seesAccounts = (p: Reader) =>
+  p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;

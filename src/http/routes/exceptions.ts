@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import { exceptionGroupsQuery } from '../../query/exceptions.js';
-import { requireAccountAnswers } from '../../query/filters.js';
+import { requireAccountAnswers } from '../../query/guard.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';

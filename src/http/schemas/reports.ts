@@ -74,8 +74,10 @@ export const SessionRow = Type.Object({
   actor_id: Nullable(Type.String({ description: 'the identified actor once identify linked it' })),
   product: Type.String(),
   product_version: Nullable(Type.String()),
-  account_id: Nullable(Type.String({ description: "as started, or adopted from the session's first event that carried one" })),
-  license_id: Nullable(Type.String()),
+  account_id: Type.Optional(
+    Nullable(Type.String({ description: "as started, or adopted from the session's first event that carried one; only for keys that may see accounts" })),
+  ),
+  license_id: Type.Optional(Nullable(Type.String({ description: 'only for keys that may see accounts' }))),
   started_at: Type.String({ format: 'date-time' }),
   ended_at: Nullable(Type.String({ format: 'date-time' })),
   end_reason: Nullable(Type.String()),

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { Type, type Static } from 'typebox';
 import type { Db, Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { ACCOUNT_PLANS } from '../../domain/plans.js';
+import { seesAccounts } from '../guard.js';
 import { exactTime, FilterProps, head, keysetCursor, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
 import { Params } from '../params.js';
@@ -38,9 +38,6 @@ export interface ExplorerEvent {
   license_id?: string | null;
   properties: Record<string, unknown> | null;
 }
-
-export const seesAccounts = (p: Principal) =>
-  p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
 
 /** The explorer's events of the filters (after the keyset position `before` when given, within `bounds`), newest first, without LIMIT. */
 function matching(f: Filters, p: EventListParams, sql: Params, columns: string, before: string[] | undefined, bounds?: Bounds): string {

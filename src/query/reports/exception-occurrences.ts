@@ -5,7 +5,7 @@ import { iso } from '../../storage/rows.js';
 import type { Scope } from '../scope.js';
 import { exactTime, head, keysetCursor, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
-import { seesAccounts } from './events.js';
+import { seesAccounts } from '../guard.js';
 import { Params } from '../params.js';
 
 // One exception group's occurrences (docs/reports.md), newest first by occurred_at, then

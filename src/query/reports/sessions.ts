@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
+import { seesAccounts } from '../guard.js';
 import {
   checkBuckets,
   exactTime,
@@ -41,8 +42,8 @@ interface SessionOut {
   actor_id: string | null;
   product: string;
   product_version: string | null;
-  account_id: string | null;
-  license_id: string | null;
+  account_id?: string | null;
+  license_id?: string | null;
   started_at: string;
   ended_at: string | null;
   end_reason: string | null;
@@ -79,8 +80,10 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
     sql.values,
   );
   const paged = pageOf(rows, limit, (r) => [r.at_key, r.session_id]);
-  const data: SessionOut[] = paged.data.map(({ at_key: _k, ...r }) => ({
+  const accounts = seesAccounts(principal);
+  const data: SessionOut[] = paged.data.map(({ at_key: _k, account_id, license_id, ...r }) => ({
     ...r,
+    ...(accounts ? { account_id, license_id } : {}),
     started_at: iso(r.started_at)!,
     ended_at: iso(r.ended_at),
     errors: n(r.errors),

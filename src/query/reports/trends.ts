@@ -15,12 +15,12 @@ import {
   label,
   previousPeriod,
   rawEvents,
-  requireAccountAnswers,
   resolveFilters,
   type Filters,
   type Principal,
 } from '../filters.js';
 import { Params } from '../params.js';
+import { requireAccountAnswers } from '../guard.js';
 
 // Trends: event counts and unique actors per interval, with at most one breakdown, its top N
 // values and "other" (PostHog's trends with math total and dau, breakdown_limit and the "other"

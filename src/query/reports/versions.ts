@@ -4,10 +4,10 @@ import { pickLatest } from '../../domain/version-selector.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
-import { ACTOR, checkBuckets, FilterProps, head, rawEvents, requireAccountAnswers, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { ACTOR, checkBuckets, FilterProps, head, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths, wholeLocalDays } from './actor-days.js';
-import { seesAccounts } from './events.js';
+import { requireAccountAnswers, seesAccounts } from '../guard.js';
 import { bucketIndex, bucketLabels, bucketStart, eachWordBit, wordsText } from './buckets.js';
 import { Params } from '../params.js';
 
