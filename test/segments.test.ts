@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -144,7 +144,7 @@ describe('segments', () => {
     assert.equal(events.data.length, 5);
     // An unknown segment is a 404; sessions and exceptions (not events of actors' behaviour) do not take one.
     const unknown = await get(t.app, tenant.adminKey, `/v1/reports/trends?${q}&segment_id=00000000-0000-7000-8000-000000000000`);
-    assert.deepEqual([unknown.statusCode, unknown.json().code], [404, 'segment_not_found']);
+    assert.deepEqual([unknown.statusCode, unknown.json().code], [404, 'not_found']);
     assert.equal((await get(t.app, tenant.adminKey, `/v1/sessions/stats?${q}&segment_id=${twice}`)).statusCode, 400);
   });
 
@@ -179,7 +179,33 @@ describe('segments', () => {
     assert.equal((await get(t.app, other.adminKey, `/v1/segments/${mine}/actors`)).statusCode, 404);
     assert.equal((await send(other.adminKey, 'DELETE', `/v1/segments/${mine}`)).statusCode, 404);
     const used = await send(other.adminKey, 'POST', '/v1/funnels', { ...range, steps: [CLICK, OPEN], segment_id: mine });
-    assert.deepEqual([used.statusCode, used.json().code], [404, 'segment_not_found']);
+    assert.deepEqual([used.statusCode, used.json().code], [404, 'not_found']);
     assert.deepEqual((await get(t.app, other.adminKey, '/v1/segments')).json().data, []);
+  });
+
+  it('a segment by account is a per-account answer: a key without view_accounts gets 403 wherever it is used', async () => {
+    const byAccount = await create({ ...range, account_id: 'acme' });
+    const plain = await create({ ...range });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenant.id}/keys`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name: 'reader', permissions: ['read'] },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const reader = res.json().key as string;
+    for (const url of [
+      `/v1/segments/${byAccount}/size`,
+      `/v1/segments/${byAccount}/actors`,
+      `/v1/reports/trends?from=2026-03-01&to=2026-03-10&segment_id=${byAccount}`,
+    ]) {
+      const r = await get(t.app, reader, url);
+      assert.deepEqual([r.statusCode, r.json().code], [403, 'forbidden'], url);
+      assert.equal((await get(t.app, tenant.adminKey, url)).statusCode, 200, url);
+    }
+    const used = await send(reader, 'POST', '/v1/funnels', { ...range, steps: [CLICK, OPEN], segment_id: byAccount });
+    assert.deepEqual([used.statusCode, used.json().code], [403, 'forbidden']);
+    // The same key may use a segment that names no account.
+    assert.equal((await get(t.app, reader, `/v1/segments/${plain}/size`)).statusCode, 200);
   });
 });

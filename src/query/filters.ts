@@ -1,10 +1,10 @@
 import { Type, type Static } from 'typebox';
-import { AppError, forbidden, validationError } from '../errors.js';
+import { AppError, validationError } from '../errors.js';
 import type { Permission } from '../domain/keys.js';
 import type { Queryable } from '../storage/db.js';
 import { rollupInfo } from '../storage/accounts.js';
 import type { TenantRow } from '../storage/tenants.js';
-import { requireFeature } from './guard.js';
+import { requireAccountAnswers } from './guard.js';
 import { cursorKey } from './page.js';
 import { segmentFilterSql } from './behaviour/segments.js';
 import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
@@ -39,7 +39,7 @@ export const FilterProps = {
   ),
   compare: Type.Optional(Type.Literal('previous', { description: 'also answer the previous period of the same length' })),
   segment_id: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 64, description: 'only the actors of this saved segment (docs/behaviour.md); 404 segment_not_found if unknown' }),
+    Type.String({ minLength: 1, maxLength: 64, description: 'only the actors of this saved segment (docs/behaviour.md); 404 not_found if unknown' }),
   ),
 };
 export const FilterQuery = Type.Object(FilterProps);
@@ -64,12 +64,6 @@ export interface Filters {
   segment?: { text: string; values: unknown[] } | undefined;
 }
 
-/** Per-account answers: the key's view_accounts (403 forbidden), then the plan (402) and account context (403). */
-export function requireAccountAnswers(principal: Principal): void {
-  if (!principal.permissions.includes('view_accounts')) throw forbidden('view_accounts');
-  requireFeature(principal.tenant, 'account_context');
-}
-
 function parseProperties(raw: string[] | undefined): [string, string][] {
   return (raw ?? []).map((p) => {
     const i = p.indexOf(':');
@@ -87,7 +81,7 @@ export async function resolveFilters(q: Queryable, principal: Principal, p: Filt
   let segment: Filters['segment'];
   if (p.segment_id !== undefined) {
     const own = new Params();
-    segment = { text: await segmentFilterSql(q, principal.tenant, p.segment_id, own, now), values: own.values };
+    segment = { text: await segmentFilterSql(q, principal, p.segment_id, own, now), values: own.values };
   }
   return {
     segment,

@@ -48,7 +48,7 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.FunnelResult, ...errors },
       },
     },
-    async (request) => funnel(ctx.db, principalOf(request).tenant, request.body, ctx.now()),
+    async (request) => funnel(ctx.db, principalOf(request), request.body, ctx.now()),
   );
 
   app.post(
@@ -65,10 +65,10 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const tenant = principalOf(request).tenant;
-      const { run, ids } = await funnelUnitIds(ctx.db, tenant, request.body, ctx.now());
+      const who = principalOf(request);
+      const { run, ids } = await funnelUnitIds(ctx.db, who, request.body, ctx.now());
       const save = request.body.save_as_segment;
-      const segment_id = save ? await saveAsSegment(ctx.db, tenant, save, ids, run.query.count_by, ctx.now()) : undefined;
+      const segment_id = save ? await saveAsSegment(ctx.db, who.tenant, save, ids, run.query.count_by, ctx.now()) : undefined;
       if (wantsCsv(request)) return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
       return { ...funnelActorsPage(run, ids, request.body, ctx.now()), ...(segment_id && { segment_id }) };
     },

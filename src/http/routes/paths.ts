@@ -27,6 +27,6 @@ export function pathRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.PathsResult, ...problems(400, 401, 402, 403, 404, 422) },
       },
     },
-    async (request) => paths(ctx.db, principalOf(request).tenant, request.query, ctx.now()),
+    async (request) => paths(ctx.db, principalOf(request), request.query, ctx.now()),
   );
 }

@@ -31,7 +31,7 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.RetentionResult, ...errors },
       },
     },
-    async (request) => retention(ctx.db, principalOf(request).tenant, request.body, ctx.now()),
+    async (request) => retention(ctx.db, principalOf(request), request.body, ctx.now()),
   );
 
   app.post(
@@ -48,9 +48,9 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
     },
     async (request, reply) => {
       const { cohort, cohort_period, criteria, limit, cursor, save_as_segment, ...query } = request.body;
-      const tenant = principalOf(request).tenant;
-      const { plan, ids } = await retentionUnitIds(ctx.db, tenant, query, { cohort, period: cohort_period, criteria }, ctx.now());
-      const segment_id = save_as_segment ? await saveAsSegment(ctx.db, tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
+      const who = principalOf(request);
+      const { plan, ids } = await retentionUnitIds(ctx.db, who, query, { cohort, period: cohort_period, criteria }, ctx.now());
+      const segment_id = save_as_segment ? await saveAsSegment(ctx.db, who.tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
       if (wantsCsv(request)) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
       return {
         count_by: plan.by,

@@ -19,7 +19,7 @@ const Page = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
 });
-const missing = () => notFound('segment_not_found', 'segment');
+const missing = () => notFound('not_found', 'segment');
 
 export function segmentRoutes(app: App, ctx: AppContext): void {
   const read = requireKey(ctx.db, ['read']);
@@ -113,7 +113,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.SegmentSize, ...problems(401, 402, 403, 404, 422) },
       },
     },
-    async (request) => segmentSize(ctx.db, principalOf(request).tenant, request.params.id, ctx.now()),
+    async (request) => segmentSize(ctx.db, principalOf(request), request.params.id, ctx.now()),
   );
 
   app.get(
@@ -130,10 +130,10 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const tenant = principalOf(request).tenant;
-      if (!wantsCsv(request)) return segmentActors(ctx.db, tenant, request.params.id, request.query, ctx.now());
-      if (!(await getSegment(ctx.db, tenant.id, request.params.id))) throw missing();
-      return sendCsv(reply, `segment-${request.params.id}`, idsCsv('actor_id', await segmentActorIds(ctx.db, tenant, request.params.id, ctx.now())));
+      const who = principalOf(request);
+      if (!wantsCsv(request)) return segmentActors(ctx.db, who, request.params.id, request.query, ctx.now());
+      if (!(await getSegment(ctx.db, who.tenant.id, request.params.id))) throw missing();
+      return sendCsv(reply, `segment-${request.params.id}`, idsCsv('actor_id', await segmentActorIds(ctx.db, who, request.params.id, ctx.now())));
     },
   );
 }

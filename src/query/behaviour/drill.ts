@@ -1,5 +1,5 @@
 import type { Db } from '../../storage/db.js';
-import type { TenantPlan } from '../guard.js';
+import type { Reader } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
 import { echo } from '../scope.js';
 import { runFunnel, type FunnelQuery, type FunnelRun } from './funnels.js';
@@ -34,9 +34,9 @@ export interface FunnelActorsQuery extends FunnelQuery, DrillPage {
 }
 
 /** The units that reached a step, or dropped at it (reached the step before, not this one). */
-export async function funnelUnitIds(db: Db, tenant: TenantPlan & { id: string }, q: FunnelActorsQuery, now: Date) {
+export async function funnelUnitIds(db: Db, who: Reader, q: FunnelActorsQuery, now: Date) {
   const { step, status, breakdown_value, limit: _l, cursor: _c, ...query } = q;
-  const run = await runFunnel(db, tenant, query, now);
+  const run = await runFunnel(db, who, query, now);
   const k = Math.min(step, query.steps.length);
   const ids = run.units
     .filter((u) => u.result.reached > 0 && (breakdown_value === undefined || u.value === breakdown_value))

@@ -1,6 +1,6 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
-import { requireFeature, type TenantPlan } from '../guard.js';
+import { requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
 import { maskSql, matchSql, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
@@ -55,7 +55,8 @@ function validate(q: FunnelQuery, tenant: TenantPlan): void {
 }
 
 /** Reads and evaluates a funnel: the part its answer and its drill-down share. */
-export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, input: FunnelQuery, now: Date): Promise<FunnelRun> {
+export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Date): Promise<FunnelRun> {
+  const tenant = who.tenant;
   validate(input, tenant);
   const query = { ...input, order: input.order ?? 'ordered', window: input.window ?? { value: 14, unit: 'day' as const }, count_by: input.count_by ?? 'actor' };
   const scope = await resolveScope(db, tenant, input, now);
@@ -82,7 +83,7 @@ export async function runFunnel(db: Db, tenant: TenantPlan & { id: string }, inp
   const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;
   const relevant = query.order === 'strict' ? 'true' : `(${[...steps, ...excl].join(' OR ')})`;
   const b = breakdownSql(query.breakdown, p);
-  const seg = await segmentClause(db, tenant, query.segment_id, query.count_by, unit.expr, p, now);
+  const seg = await segmentClause(db, who, query.segment_id, query.count_by, unit.expr, p, now);
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
   // One row per unit that entered in the range: its relevant events as lists in time order (one
   // sort of the rows read, by unit and time), so that a unit's events, not every event, cross to
@@ -159,8 +160,8 @@ function histogram(totals: number[]) {
   return bins;
 }
 
-export async function funnel(db: Db, tenant: TenantPlan & { id: string }, input: FunnelQuery, now: Date) {
-  const { scope, query, units } = await runFunnel(db, tenant, input, now);
+export async function funnel(db: Db, who: Reader, input: FunnelQuery, now: Date) {
+  const { scope, query, units } = await runFunnel(db, who, input, now);
   const results = units.map((u) => u.result);
   const n = query.steps.length;
   const done = results.filter((r) => r.reached === n);

@@ -1,5 +1,5 @@
 import type { Db } from '../../storage/db.js';
-import type { TenantPlan } from '../guard.js';
+import type { Reader } from '../guard.js';
 import { echo, resolveScope, type ScopeParams } from '../scope.js';
 import { checkRange, withBudget } from './budget.js';
 import { scopeSql, unitSql } from './event-sql.js';
@@ -19,8 +19,8 @@ export interface PathsQuery extends ScopeParams {
   segment_id?: string | undefined;
 }
 
-export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: PathsQuery, now: Date) {
-  const scope = await resolveScope(db, tenant, q, now);
+export async function paths(db: Db, who: Reader, q: PathsQuery, now: Date) {
+  const scope = await resolveScope(db, who.tenant, q, now);
   const k = q.steps ?? 3;
   const direction = q.direction ?? 'next';
   const limit = q.limit ?? 10;
@@ -30,7 +30,7 @@ export async function paths(db: Db, tenant: TenantPlan & { id: string }, q: Path
   const p = new Params();
   const unit = unitSql('actor');
   const where = scopeSql(scope, p);
-  const seg = await segmentClause(db, tenant, q.segment_id, 'actor', unit.expr, p, now);
+  const seg = await segmentClause(db, who, q.segment_id, 'actor', unit.expr, p, now);
   const [from, to, cat, name] = [p.add(scope.from), p.add(scope.to), p.add(q.category), p.add(q.name)];
   const tid = p.add(scope.tenantId);
   const next = direction === 'next';

@@ -1,6 +1,6 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
-import { requireFeature, type TenantPlan } from '../guard.js';
+import { requireFeature, type Reader } from '../guard.js';
 import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_HOURS } from '../../storage/read-model/tables.js';
@@ -233,7 +233,8 @@ function eventCtes(type: Plan['type'], unit: ReturnType<typeof unitSql>, where: 
         FROM events e ${unit.join} WHERE ${where} AND ${unit.present}${seg} AND ((${starts}) OR (${returns})) GROUP BY 1)`;
 }
 
-async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date): Promise<Plan> {
+async function plan(db: Db, who: Reader, q: RetentionQuery, now: Date): Promise<Plan> {
+  const tenant = who.tenant;
   if (q.count_by === 'account') requireFeature(tenant, 'account_context');
   const period: Interval = q.period ?? 'week';
   const n = q.periods ?? 8;
@@ -254,10 +255,10 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
   let masks = type === 'recurring';
   const months = anyEvent(scope, q, by) ? monthCtes(scope, type, bounds, returnEnd, now) : undefined;
   if (months) {
-    text = months(p, await segmentClause(db, tenant, q.segment_id, by, 'a.actor_id', p, now));
+    text = months(p, await segmentClause(db, who, q.segment_id, by, 'a.actor_id', p, now));
     masks = true;
   } else if (anyEvent(scope, q, by) && utcDays(scope, bounds, now)) {
-    text = readModelCtes(scope, type, p, bounds, returnEnd, await segmentClause(db, tenant, q.segment_id, by, 'd.actor_id', p, now));
+    text = readModelCtes(scope, type, p, bounds, returnEnd, await segmentClause(db, who, q.segment_id, by, 'd.actor_id', p, now));
   } else {
     const b = p.add(bounds.map((x) => new Date(x).toISOString()));
     const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
@@ -265,7 +266,7 @@ async function plan(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQue
     const where = scopeSql(scope, p);
     const start = q.start_event ? matchSql(q.start_event, p) : 'true';
     const ret = q.return_event ? matchSql(q.return_event, p) : 'true';
-    const seg = await segmentClause(db, tenant, q.segment_id, by, unit.expr, p, now);
+    const seg = await segmentClause(db, who, q.segment_id, by, unit.expr, p, now);
     text = eventCtes(type, unit, where, { start, ret, seg, b, from, to, end });
   }
   text += `,
@@ -327,8 +328,8 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
   return { sizes, on, reach };
 }
 
-export async function retention(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, now: Date) {
-  const { scope, period, n, type, by, cohorts, bounds, ctes } = await plan(db, tenant, q, now);
+export async function retention(db: Db, who: Reader, q: RetentionQuery, now: Date) {
+  const { scope, period, n, type, by, cohorts, bounds, ctes } = await plan(db, who, q, now);
   // Returns fall before the last bound: buckets 1 to bounds.length - 1.
   const { sizes, on, reach } = ctes ? await counts(db, ctes, bounds.length - 1) : { sizes: new Map<number, number>(), on: new Map(), reach: new Map() };
 
@@ -356,8 +357,8 @@ export interface RetentionCell {
 }
 
 /** The units behind one cell of the matrix. */
-export async function retentionUnitIds(db: Db, tenant: TenantPlan & { id: string }, q: RetentionQuery, cell: RetentionCell, now: Date) {
-  const pl = await plan(db, tenant, q, now);
+export async function retentionUnitIds(db: Db, who: Reader, q: RetentionQuery, cell: RetentionCell, now: Date) {
+  const pl = await plan(db, who, q, now);
   if (cell.cohort >= pl.cohorts.length) throw validationError([{ field: 'cohort', message: `0 to ${pl.cohorts.length - 1}` }]);
   if (cell.period > pl.n) throw validationError([{ field: 'period', message: `0 to ${pl.n}` }]);
   if (!pl.ctes) return { plan: pl, ids: [] as string[] };

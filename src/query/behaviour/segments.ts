@@ -1,7 +1,7 @@
 import { notFound, validationError } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
-import { requireFeature, type TenantPlan } from '../guard.js';
+import { requireAccountAnswers, requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
 import { checkLatest, resolveRange, resolveScope, type ScopeParams } from '../scope.js';
 import { checkRange, withBudget } from './budget.js';
@@ -21,17 +21,17 @@ export interface SegmentDefinition extends ScopeParams {
   on_version?: string | undefined;
 }
 
-type Tenant = TenantPlan & { id: string };
-
 /** Checks a definition as a query would resolve it (time zone, range, plan): a 400 or 402/403 now, not at use. */
-export function checkDefinition(tenant: Tenant, def: SegmentDefinition, now: Date): void {
+export function checkDefinition(tenant: TenantPlan, def: SegmentDefinition, now: Date): void {
   resolveRange(def, now);
   checkLatest(def);
   if (def.account_id !== undefined || def.license_id !== undefined) requireFeature(tenant, 'account_context');
 }
 
-async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, p: Params, now: Date): Promise<string> {
-  const scope = await resolveScope(q, tenant, def, now);
+async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: Params, now: Date): Promise<string> {
+  // A definition by account or license is a per-account answer, whoever saved it.
+  if (def.account_id !== undefined || def.license_id !== undefined) requireAccountAnswers(who);
+  const scope = await resolveScope(q, who.tenant, def, now);
   if (scope.empty) return 'SELECT NULL::text AS u WHERE false';
   const did = def.did ?? [];
   const where = scopeSql(scope, p, did.length > 0);
@@ -68,19 +68,19 @@ async function membersSql(q: Queryable, tenant: Tenant, def: SegmentDefinition, 
 
 /**
  * The actors of a segment as a subquery `SELECT u …` (placeholders in p), for `AND actor IN (…)`.
- * 404 segment_not_found for an unknown id or another tenant's.
+ * 404 not_found for an unknown id or another tenant's.
  */
-export async function segmentFilterSql(q: Queryable, tenant: Tenant, segmentId: string, p: Params, now: Date): Promise<string> {
-  const seg = await getSegment(q, tenant.id, segmentId);
-  if (!seg) throw notFound('segment_not_found', 'segment');
-  if (seg.static) return `SELECT actor_id AS u FROM segment_members WHERE tenant_id = ${p.add(tenant.id)} AND segment_id = ${p.add(seg.id)}::uuid`;
-  return membersSql(q, tenant, seg.definition as SegmentDefinition, p, now);
+export async function segmentFilterSql(q: Queryable, who: Reader, segmentId: string, p: Params, now: Date): Promise<string> {
+  const seg = await getSegment(q, who.tenant.id, segmentId);
+  if (!seg) throw notFound('not_found', 'segment');
+  if (seg.static) return `SELECT actor_id AS u FROM segment_members WHERE tenant_id = ${p.add(who.tenant.id)} AND segment_id = ${p.add(seg.id)}::uuid`;
+  return membersSql(q, who, seg.definition as SegmentDefinition, p, now);
 }
 
 /** `AND <unit> IN (segment)` for a query counting by actor; segments hold actors, so other units are a 400. */
 export async function segmentClause(
   q: Queryable,
-  tenant: Tenant,
+  who: Reader,
   segmentId: string | undefined,
   countBy: string,
   unitExpr: string,
@@ -89,12 +89,12 @@ export async function segmentClause(
 ): Promise<string> {
   if (segmentId === undefined) return '';
   if (countBy !== 'actor') throw validationError([{ field: 'segment_id', message: 'a segment holds actors: count_by actor only' }]);
-  return ` AND ${unitExpr} IN (${await segmentFilterSql(q, tenant, segmentId, p, now)})`;
+  return ` AND ${unitExpr} IN (${await segmentFilterSql(q, who, segmentId, p, now)})`;
 }
 
-async function rangeOf(db: Db, tenant: Tenant, segmentId: string, now: Date) {
-  const seg = await getSegment(db, tenant.id, segmentId);
-  if (!seg) throw notFound('segment_not_found', 'segment');
+async function rangeOf(db: Db, who: Reader, segmentId: string, now: Date) {
+  const seg = await getSegment(db, who.tenant.id, segmentId);
+  if (!seg) throw notFound('not_found', 'segment');
   const def = seg.definition as SegmentDefinition;
   if (!seg.static) {
     const r = resolveRange(def, now);
@@ -104,33 +104,33 @@ async function rangeOf(db: Db, tenant: Tenant, segmentId: string, now: Date) {
   return { range: null, tz: null };
 }
 
-export async function segmentSize(db: Db, tenant: Tenant, segmentId: string, now: Date) {
-  const echo = await rangeOf(db, tenant, segmentId, now);
+export async function segmentSize(db: Db, who: Reader, segmentId: string, now: Date) {
+  const echo = await rangeOf(db, who, segmentId, now);
   const p = new Params();
-  const sql = `SELECT count(*)::int AS n FROM (${await segmentFilterSql(db, tenant, segmentId, p, now)}) s`;
+  const sql = `SELECT count(*)::int AS n FROM (${await segmentFilterSql(db, who, segmentId, p, now)}) s`;
   const [r] = await withBudget(db, (q) => q.query<{ n: number }>(sql, p.values));
   return { segment_id: segmentId, size: Number(r?.n ?? 0), ...echo, refreshed_at: now.toISOString() };
 }
 
 export async function segmentActorIds(
   db: Db,
-  tenant: Tenant,
+  who: Reader,
   segmentId: string,
   now: Date,
   page?: { limit: number; after?: string | undefined },
 ): Promise<string[]> {
   const p = new Params();
-  const inner = await segmentFilterSql(db, tenant, segmentId, p, now);
+  const inner = await segmentFilterSql(db, who, segmentId, p, now);
   const after = page?.after !== undefined ? `WHERE s.u > ${p.add(page.after)}` : '';
   const limit = page ? `LIMIT ${p.add(page.limit + 1)}::int` : 'LIMIT 100000';
   const rows = await withBudget(db, (q) => q.query<{ u: string }>(`SELECT s.u FROM (${inner}) s ${after} ORDER BY s.u ${limit}`, p.values));
   return rows.map((r) => r.u);
 }
 
-export async function segmentActors(db: Db, tenant: Tenant, segmentId: string, p: { limit?: number | undefined; cursor?: string | undefined }, now: Date) {
-  const echo = await rangeOf(db, tenant, segmentId, now);
+export async function segmentActors(db: Db, who: Reader, segmentId: string, p: { limit?: number | undefined; cursor?: string | undefined }, now: Date) {
+  const echo = await rangeOf(db, who, segmentId, now);
   const limit = p.limit ?? 50;
-  const ids = await segmentActorIds(db, tenant, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] });
+  const ids = await segmentActorIds(db, who, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] });
   return {
     segment_id: segmentId,
     ...pageOf(
@@ -146,7 +146,7 @@ export async function segmentActors(db: Db, tenant: Tenant, segmentId: string, p
 /** "Save as segment": a drill-down's whole list becomes a static segment of actors. */
 export async function saveAsSegment(
   db: Db,
-  tenant: Tenant,
+  tenant: { id: string },
   save: { name: string; description?: string | undefined },
   ids: string[],
   countBy: string,
