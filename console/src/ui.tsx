@@ -13,7 +13,8 @@ export function Loading({ what }: { what: string }) {
 }
 
 export function ErrorState({ error, retry }: { error: ApiError; retry?: () => void }) {
-  if (error.status === 404 && error.code !== 'product_not_found' && error.code !== 'version_not_found' && error.code !== 'account_not_found')
+  // A route this server does not have (an older server), not a missing object.
+  if (error.status === 404 && error.detail.startsWith('no route '))
     return (
       <div class="notice" role="note">
         <h2>Not available on this server yet</h2>

@@ -68,7 +68,7 @@ export async function tenantView(deps: AdminDeps, t: TenantRow): Promise<TenantV
 
 async function requireTenant(deps: AdminDeps, id: string): Promise<TenantRow> {
   const t = isUuidText(id) ? await getTenant(deps.db, id) : undefined;
-  if (!t) throw notFound('tenant_not_found', 'tenant');
+  if (!t) throw notFound('not_found', 'tenant');
   return t;
 }
 
@@ -149,5 +149,5 @@ export async function issueKey(deps: AdminDeps, id: string, input: { name?: stri
 
 export async function revokeKey(deps: AdminDeps, id: string, keyId: string): Promise<void> {
   await requireTenant(deps, id);
-  if (!isUuidText(keyId) || !(await revokeApiKey(deps.db, id, keyId))) throw notFound('key_not_found', 'API key');
+  if (!isUuidText(keyId) || !(await revokeApiKey(deps.db, id, keyId))) throw notFound('not_found', 'API key');
 }

@@ -115,7 +115,7 @@ export function versionRoutes(app: App, ctx: AppContext): void {
       const { tenant } = principalOf(request);
       const product = await requireProduct(ctx.db, tenant.id, request.params.id);
       const latest = pickLatest(await allVersions(ctx.db, tenant.id, product.id));
-      if (!latest) throw notFound('version_not_found', 'version');
+      if (!latest) throw notFound('not_found', 'version');
       return withSlug(latest, product.slug);
     },
   );
@@ -139,7 +139,7 @@ export function versionRoutes(app: App, ctx: AppContext): void {
       const product = await requireProduct(ctx.db, tenant.id, request.params.productId);
       const versionId = request.params.versionId;
       const found = isUuidText(versionId) ? await findVersion(ctx.db, tenant.id, product.id, versionId) : undefined;
-      if (!found) throw notFound('version_not_found', 'version');
+      if (!found) throw notFound('not_found', 'version');
       const updated = await updateVersion(ctx.db, tenant.id, product.id, versionId, request.body);
       return withSlug(updated ?? found, product.slug);
     },
