@@ -40,7 +40,7 @@ const windowOf = (f: { window_start: string | null }) => f.window_start ?? '9999
 async function scoped(db: Db, tenantId: string, kind: Kind, id: string) {
   const f = await freshness(db, tenantId);
   const snapshot = await getSnapshot(db, tenantId, kind, id);
-  if (!snapshot) throw notFound(kind === 'account_id' ? 'account_not_found' : 'license_not_found', kind === 'account_id' ? 'account' : 'license');
+  if (!snapshot) throw notFound('not_found', kind === 'account_id' ? 'account' : 'license');
   return { f, snapshot, scope: { tenantId, kind, id, windowStart: windowOf(f) } };
 }
 
@@ -100,9 +100,11 @@ export async function accountOverview(db: Db, tenantId: string, accountId: strin
   };
 }
 
-export async function accountFeatures(db: Db, tenantId: string, accountId: string, limit = 20) {
+export async function accountFeatures(db: Db, tenantId: string, accountId: string, p: PageParams) {
   const { f, scope } = await scoped(db, tenantId, 'account_id', accountId);
-  return { data: await featuresOf(db, scope, limit), ...f };
+  const limit = p.limit ?? 50;
+  const after = cursorKey(p.cursor, ['int', 'text', 'text']);
+  return { ...pageOf(await featuresOf(db, scope, after, limit + 1), limit, (r) => [r.events, r.category, r.name]), ...f };
 }
 
 export async function accountActors(db: Db, tenantId: string, accountId: string, p: PageParams) {

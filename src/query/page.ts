@@ -22,7 +22,7 @@ export function cursorKey<const S extends readonly CursorPart[]>(cursor: string 
 }
 
 /** A page from limit + 1 rows: the rows, and a cursor when there are more. */
-export function pageOf<T>(rows: T[], limit: number, key: (row: T) => string[]): { data: T[]; next_cursor: string | null } {
+export function pageOf<T>(rows: T[], limit: number, key: (row: T) => readonly (string | number)[]): { data: T[]; next_cursor: string | null } {
   const data = rows.slice(0, limit);
   const last = data[data.length - 1];
   return { data, next_cursor: rows.length > limit && last ? encodeCursor(key(last)) : null };

@@ -159,11 +159,14 @@ export async function counterpartsOf(q: Queryable, s: Scope) {
   }));
 }
 
-export async function featuresOf(q: Queryable, s: Scope, limit: number) {
+/** The pairs by events (most first), then category and name; after `after` ([events, category, name]) when given. */
+export async function featuresOf(q: Queryable, s: Scope, after: readonly [number, string, string] | undefined, limit: number) {
   const rows = await q.query(
     `SELECT category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-       FROM rm_feature_days WHERE ${where(s)} GROUP BY category, name ORDER BY 3 DESC, 1, 2 LIMIT $4`,
-    [...args(s), limit],
+       FROM rm_feature_days WHERE ${where(s)} GROUP BY category, name
+     HAVING $4::bigint IS NULL OR sum(events) < $4 OR (sum(events) = $4 AND (category, name) > ($5::text, $6::text))
+      ORDER BY 3 DESC, 1, 2 LIMIT $7`,
+    [...args(s), after?.[0] ?? null, after?.[1] ?? null, after?.[2] ?? null, limit],
   );
   return rows.map((r) => ({
     category: r.category as string,

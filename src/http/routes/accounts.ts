@@ -14,14 +14,13 @@ const Page = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
 });
-const Top = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 20 })) });
 const AccountParams = Type.Object({ accountId: Type.String({ minLength: 1, maxLength: 256 }) });
 const LicenseParams = Type.Object({ licenseId: Type.String({ minLength: 1, maxLength: 256 }) });
 const errors = problems(400, 401, 402, 403, 404);
 
 export function accountRoutes(app: App, ctx: AppContext): void {
   const gate = [requireKey(ctx.db, ['view_accounts']), requireAccountPlan];
-  const on = (querystring?: typeof Page | typeof Top | typeof S.ExceptionQuery) => ({ onRequest: gate, preValidation: onlyKnownParams(querystring) });
+  const on = (querystring?: typeof Page | typeof S.ExceptionQuery) => ({ onRequest: gate, preValidation: onlyKnownParams(querystring) });
   const tenantOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request).tenant.id;
 
   app.get(
@@ -48,17 +47,17 @@ export function accountRoutes(app: App, ctx: AppContext): void {
   app.get(
     '/v1/accounts/:accountId/features',
     {
-      ...on(Top),
+      ...on(Page),
       schema: {
-        summary: 'Top (category, name) event pairs of the account',
+        summary: 'Top (category, name) event pairs of the account, most events first, paged',
         tags,
         security,
         params: AccountParams,
-        querystring: Top,
-        response: { 200: S.rollupList(S.Feature), ...errors },
+        querystring: Page,
+        response: { 200: S.rollupPage(S.Feature), ...errors },
       },
     },
-    async (request) => Q.accountFeatures(ctx.db, tenantOf(request), request.params.accountId, request.query.limit),
+    async (request) => Q.accountFeatures(ctx.db, tenantOf(request), request.params.accountId, request.query),
   );
 
   app.get(
