@@ -1,9 +1,11 @@
-// X-Environment-Data and request races over app.inject against a real store (PGlite, or PostgreSQL at TEST_DATABASE_URL); only plans and one app's clock are set by hand.
+// X-Environment-Data, exceptions' environment_context and request races over app.inject against a real store (PGlite, or PostgreSQL at TEST_DATABASE_URL); the rollup job runs once for real; only plans and one app's clock are set by hand.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { v7 as uuidv7 } from 'uuid';
 import { mergePlans } from '../src/domain/plans.js';
-import { countStored, event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { rollupJob } from '../src/jobs/rollups.js';
+import { startJobs } from '../src/jobs/runner.js';
+import { countStored, event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -142,6 +144,109 @@ describe('X-Environment-Data (CONTRACT.md "Sessions and exceptions", "Browser cl
     await postEvents(t.app, b.ingestKey, [event()], { headers: { 'x-environment-data': header(ENV) } });
     assert.deepEqual(await environments(a.id), []);
     assert.equal((await environments(b.id)).length, 1);
+  });
+});
+
+describe('environment_context of an exception (CONTRACT.md "Sessions and exceptions": both feed /v1/environment/*)', () => {
+  // What the clients send as environment_context: the object of X-Environment-Data (docs/client.md).
+  const CONTEXT = {
+    os: 'Linux 6.8',
+    os_name: 'Linux',
+    os_version: '6.8',
+    runtime: 'Node.js 22.1.0',
+    locale: 'en-US',
+    timezone: 'UTC',
+    screen: { w: 1920, h: 1080 },
+  };
+  const STORED = { os: 'Linux 6.8', os_name: 'Linux', os_version: '6.8', runtime: 'Node.js 22.1.0', locale: 'en-US', screen: { width: 1920, height: 1080 } };
+
+  it("is stored where X-Environment-Data is, against the exception's actor and session; its fields replace the header's, other keys stay", async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const sessionId = uuidv7();
+    const first = exception({ actor_id: 'actor-5', environment_context: CONTEXT });
+    assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/exceptions', first)).statusCode, 200);
+    const withHeader = exception({ actor_id: 'actor-6', session_id: sessionId, environment_context: CONTEXT });
+    const res = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', withHeader, { 'x-environment-data': header({ ...ENV, user_agent: 'ua/1' }) });
+    assert.equal(res.statusCode, 200, res.body);
+    // A repeat of an exception_id changes nothing, its environment included.
+    const repeat = { ...first, environment_context: { os: 'Plan 9' } };
+    assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/exceptions', repeat)).statusCode, 200);
+    assert.deepEqual(await environments(tenant.id), [
+      { actor_id: 'actor-5', session_id: '', data: STORED },
+      { actor_id: 'actor-6', session_id: sessionId, data: { ...STORED, user_agent: 'ua/1' } },
+    ]);
+  });
+
+  it('never costs the exception: a context with nothing usable stores no environment', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const shapes: unknown[] = [
+      ['Linux'],
+      'Linux',
+      42,
+      true,
+      {},
+      { url: 'https://shop.example/' },
+      { os: '' },
+      { os: { name: 'Linux' } },
+      { screen: { w: 'wide' } },
+    ];
+    for (const [i, context] of shapes.entries()) {
+      const res = await post(t.app, tenant.ingestKey, '/v1/events/exceptions', exception({ actor_id: `shape-${i}`, environment_context: context }));
+      assert.equal(res.statusCode, 200, `${JSON.stringify(context)}: ${res.body}`);
+    }
+    const long = await post(
+      t.app,
+      tenant.ingestKey,
+      '/v1/events/exceptions',
+      exception({ actor_id: 'long', environment_context: { os: 'L'.repeat(5_000), locale: 7 } }),
+    );
+    assert.equal(long.statusCode, 200, long.body);
+    const [stored] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM exceptions WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(stored!.n, shapes.length + 1);
+    assert.deepEqual(await environments(tenant.id), [{ actor_id: 'long', session_id: '', data: { os: 'L'.repeat(256), locale: 7 } }]);
+  });
+
+  it('feeds /v1/environment/{field}, from raw events and from the read model after the rollup job', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    // A sends events with X-Environment-Data (Windows, de-DE); B events without a header (as the
+    // Node client in server mode) and an exception with environment_context (Linux, en-US); C nothing.
+    const day = '2026-03-10';
+    const ev = (actor: string) => event({ actor_id: actor, timestamp: `${day}T10:00:00Z` });
+    assert.equal(
+      (await postEvents(t.app, tenant.ingestKey, [ev('A')], { headers: { 'x-environment-data': header({ os_name: 'Windows', locale: 'de-DE' }) } })).statusCode,
+      200,
+    );
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [ev('B'), ev('C')])).statusCode, 200);
+    const crash = exception({
+      actor_id: 'B',
+      occurred_at: `${day}T10:05:00Z`,
+      environment_context: { os: 'Linux', locale: 'en-US', runtime: 'Node.js 22.1.0' },
+    });
+    assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/exceptions', crash)).statusCode, 200);
+    const shares = async (field: string, filter: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/environment/${field}?from=${day}&to=2026-03-11${filter}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json() as { source: string; data: { value: string | null; actors: number }[] };
+      return { source: body.source, values: body.data.map((r) => [r.value, r.actors]).sort() };
+    };
+    const expected = {
+      os: [
+        ['Linux', 1],
+        ['Windows', 1],
+        [null, 1],
+      ].sort(),
+      locale: [
+        ['de-DE', 1],
+        ['en-US', 1],
+        [null, 1],
+      ].sort(),
+    };
+    // An event-level filter (category) is answered from raw events.
+    for (const field of ['os', 'locale'] as const) assert.deepEqual(await shares(field, '&category=ui'), { source: 'events', values: expected[field] }, field);
+    const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
+    assert.equal(await jobs.runOnce('rollups'), true);
+    await jobs.stop();
+    for (const field of ['os', 'locale'] as const) assert.deepEqual(await shares(field, ''), { source: 'read_model', values: expected[field] }, field);
   });
 });
 

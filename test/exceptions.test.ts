@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { v7 as uuidv7 } from 'uuid';
-import { get, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { get, post, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -332,6 +332,62 @@ describe('fingerprint', () => {
     assert.notEqual(moved, TRACE);
     assert.equal(await fp({ stack_trace: moved }), a);
     assert.notEqual(await fp({ exception_type: 'RangeError' }), a);
+  });
+});
+
+describe('GET /v1/exceptions', () => {
+  it('counts an actor linked by identify once, as the identified actor, in the list, the account filter and the group', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    // One bug, raised by anon-1 (linked to u1), by u1 itself, and by u2: three actor ids, two actors.
+    for (const [actor, at] of [
+      ['anon-1', '2026-01-02T03:04:05.000Z'],
+      ['u1', '2026-01-02T04:04:05.000Z'],
+      ['u2', '2026-01-02T05:04:05.000Z'],
+    ] as const) {
+      assert.equal((await send(tenant.ingestKey, exception({ actor_id: actor, occurred_at: at, account_id: 'acme' }))).statusCode, 200);
+    }
+    const link = await post(t.app, tenant.ingestKey, '/v1/actors/identify', {
+      anonymous_actor_id: 'anon-1',
+      identified_actor_id: 'u1',
+      identified_at: '2026-01-02T03:30:00Z',
+      product: 'app',
+      product_version: '1.0.0',
+    });
+    assert.equal(link.statusCode, 200, link.body);
+    for (const url of ['/v1/exceptions', '/v1/exceptions?account_id=acme']) {
+      const list = await get(t.app, tenant.adminKey, url);
+      assert.equal(list.statusCode, 200, list.body);
+      assert.deepEqual(
+        list.json().data.map((g: { count: number; affected_actors: number }) => [g.count, g.affected_actors]),
+        [[3, 2]],
+        url,
+      );
+    }
+    const fp = (await get(t.app, tenant.adminKey, '/v1/exceptions')).json().data[0].fingerprint;
+    const group = await get(t.app, tenant.adminKey, `/v1/exceptions/${fp}?from=2026-01-01&to=2026-01-03`);
+    assert.equal(group.statusCode, 200, group.body);
+    assert.equal(group.json().total.actors, 2);
+  });
+
+  it('pages through groups last seen within the same millisecond (the .NET client sends 7 fractional digits), in order, none twice', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const types = ['AError', 'BError', 'CError'];
+    for (const [i, type] of types.entries()) {
+      const res = await send(tenant.ingestKey, exception({ exception_type: type, occurred_at: `2026-01-02T03:04:47.12345${6 + i}Z` }));
+      assert.equal(res.statusCode, 200, res.body);
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await get(t.app, tenant.adminKey, `/v1/exceptions?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json() as { data: { exception_type: string }[]; next_cursor: string | null };
+      seen.push(...body.data.map((g) => g.exception_type));
+      cursor = body.next_cursor;
+      assert.ok(seen.length <= types.length, `${seen.join(', ')}: more pages than groups`);
+    } while (cursor !== null);
+    // Newest first: .123458, .123457, .123456; a millisecond cursor (.123) skipped the last two.
+    assert.deepEqual(seen, ['CError', 'BError', 'AError']);
   });
 });
 

@@ -2,7 +2,8 @@ import { validationError } from '../errors.js';
 import type { Db } from '../storage/db.js';
 import { rollupInfo } from '../storage/accounts.js';
 import { exceptionGroups } from '../storage/exception-groups.js';
-import { cursorKey, pageOf } from './page.js';
+import { keysetCursor } from './filters.js';
+import { pageOf } from './page.js';
 import { echo, resolveProduct, resolveRange, type Interval } from './scope.js';
 
 /** The filters of GET /v1/exceptions (the route's schema, src/http/schemas/accounts.ts, validates them). */
@@ -67,7 +68,8 @@ export async function exceptionGroupsQuery(db: Db, tenantId: string, query: Quer
 /** One page of groups between `since` and `until` (the account overview's recent groups too). */
 export async function exceptionGroupsPage(db: Db, tenantId: string, query: Query) {
   const product = await resolveProduct(db, tenantId, query);
-  const before = cursorKey(query.cursor, ['timestamp', 'text']);
+  // The cursor carries last_seen to the microsecond (clients send finer than milliseconds).
+  const before = keysetCursor(query.cursor);
   if (product.empty) return { data: [], next_cursor: null };
   const limit = query.limit ?? 50;
   const rows = await exceptionGroups(db, tenantId, {
@@ -81,5 +83,6 @@ export async function exceptionGroupsPage(db: Db, tenantId: string, query: Query
     before: before && { lastSeen: before[0]!, fingerprint: before[1]! },
     limit: limit + 1,
   });
-  return pageOf(rows, limit, (r) => [r.last_seen, r.fingerprint]);
+  const page = pageOf(rows, limit, (r) => [r.last_seen_key, r.fingerprint]);
+  return { data: page.data.map(({ last_seen_key: _k, ...group }) => group), next_cursor: page.next_cursor };
 }

@@ -11,23 +11,30 @@ export interface ExceptionFilter {
   until?: string | undefined;
   accountId?: string | undefined;
   licenseId?: string | undefined;
+  /** The key of the last group of the previous page: last_seen as exact text (last_seen_key), fingerprint. */
   before?: { lastSeen: string; fingerprint: string } | undefined;
   limit: number;
 }
 
+/** A group's last_seen as exact text (microseconds, UTC), its cursor key: ISO milliseconds would skip groups (exactTime in src/query/filters.ts). */
+const EXACT_LAST_SEEN = `to_char(max(e.occurred_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 export async function exceptionGroups(q: Queryable, tenantId: string, f: ExceptionFilter) {
+  // Affected actors count each actor once, resolved through identify links (CONTRACT.md: an
+  // anonymous id linked to a user counts as that user), as the group's trend does.
   const rows = await q.query(
     `SELECT * FROM (
-       SELECT fingerprint, count(*) AS count, count(DISTINCT actor_id) AS affected_actors, min(occurred_at) AS first_seen, max(occurred_at) AS last_seen,
-              array_agg(DISTINCT product_version ORDER BY product_version) AS versions,
-              count(*) FILTER (WHERE severity = 'fatal') AS fatal,
-              (array_agg(json_build_object('exception_id', exception_id, 'exception_type', exception_type, 'severity', severity, 'message', message,
-                         'stack_trace', stack_trace, 'occurred_at', occurred_at, 'product_version', product_version) ORDER BY occurred_at DESC))[1] AS sample
-         FROM exceptions
-        WHERE tenant_id = $1 AND ($2::uuid IS NULL OR product_id = $2) AND ($3::text IS NULL OR product_version = $3)
-          AND ($4::text IS NULL OR severity = $4) AND ($5::timestamptz IS NULL OR occurred_at >= $5) AND ($6::timestamptz IS NULL OR occurred_at < $6)
-          AND ($7::text IS NULL OR account_id = $7) AND ($8::text IS NULL OR license_id = $8)
-        GROUP BY fingerprint) g
+       SELECT e.fingerprint, count(*) AS count, count(DISTINCT coalesce(l.identified_actor_id, e.actor_id)) AS affected_actors,
+              min(e.occurred_at) AS first_seen, max(e.occurred_at) AS last_seen, ${EXACT_LAST_SEEN} AS last_seen_key,
+              array_agg(DISTINCT e.product_version ORDER BY e.product_version) AS versions,
+              count(*) FILTER (WHERE e.severity = 'fatal') AS fatal,
+              (array_agg(json_build_object('exception_id', e.exception_id, 'exception_type', e.exception_type, 'severity', e.severity, 'message', e.message,
+                         'stack_trace', e.stack_trace, 'occurred_at', e.occurred_at, 'product_version', e.product_version) ORDER BY e.occurred_at DESC))[1] AS sample
+         FROM exceptions e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id
+        WHERE e.tenant_id = $1 AND ($2::uuid IS NULL OR e.product_id = $2) AND ($3::text IS NULL OR e.product_version = $3)
+          AND ($4::text IS NULL OR e.severity = $4) AND ($5::timestamptz IS NULL OR e.occurred_at >= $5) AND ($6::timestamptz IS NULL OR e.occurred_at < $6)
+          AND ($7::text IS NULL OR e.account_id = $7) AND ($8::text IS NULL OR e.license_id = $8)
+        GROUP BY e.fingerprint) g
       WHERE ($9::timestamptz IS NULL OR (g.last_seen, g.fingerprint) < ($9::timestamptz, $10::text))
       ORDER BY g.last_seen DESC, g.fingerprint DESC LIMIT $11`,
     [
@@ -62,6 +69,8 @@ export async function exceptionGroups(q: Queryable, tenantId: string, f: Excepti
       affected_actors: Number(r.affected_actors),
       first_seen: iso(r.first_seen)!,
       last_seen: iso(r.last_seen)!,
+      /** The cursor key: last_seen to the microsecond. */
+      last_seen_key: r.last_seen_key as string,
       versions: r.versions as string[],
       sample: { ...sample, occurred_at: iso(sample.occurred_at)! },
     };

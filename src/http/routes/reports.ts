@@ -142,7 +142,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
       schema: {
         operationId: 'environmentShares',
         summary: 'Active actors and sessions by an environment field (OS, runtime, browser, locale…)',
-        description: "From X-Environment-Data, the actor's latest; a session counts under its actor's environment.",
+        description: "From X-Environment-Data or an exception's environment_context, the actor's latest; a session counts under its actor's environment.",
         tags: ['environment'],
         security,
         params: Type.Object({ field: Type.Enum(ENV_FIELD_LIST) }),

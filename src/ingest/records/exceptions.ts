@@ -1,3 +1,4 @@
+import { environmentOfContext } from '../../domain/environment.js';
 import { fingerprint } from '../../domain/fingerprint.js';
 import { scrubText, scrubValue, wellFormedDeep } from '../../domain/scrub.js';
 import { LIMITS } from '../../domain/record-rules.js';
@@ -43,6 +44,7 @@ export const recordException = judged(
     const stackTrace = scrubbedText(body, 'stack_trace', LIMITS.stackTrace);
     const sessionId = typeof body.session_id === 'string' && isUuid(body.session_id) ? body.session_id.toLowerCase() : null;
     if (!isStorableString(exceptionId)) throw fieldError('exception_id', 'contains a NUL character or a lone surrogate');
+    const environmentContext = body.environment_context === undefined || body.environment_context === null ? undefined : scrubValue(body.environment_context);
 
     const admitted = await admitProductVersion(ctx, slug, version);
     const fp = await ctx.db.tx(async (q) => {
@@ -64,7 +66,9 @@ export const recordException = judged(
           session_id: sessionId,
           account_id: (body.account_id as string | undefined) ?? null,
           license_id: (body.license_id as string | undefined) ?? null,
-          environment_context: body.environment_context === undefined || body.environment_context === null ? undefined : scrubValue(body.environment_context),
+          environment_context: environmentContext,
+          // It feeds /v1/environment/* as X-Environment-Data does; a shape with nothing usable is left out, never refused.
+          environment: environmentOfContext(environmentContext),
           fingerprint: fingerprint({ exceptionType, message, stackTrace }),
         },
         ctx.receivedAt,

@@ -8,8 +8,9 @@ import { actorDaysAnswer, localActorDays, localActorMonths } from './actor-days.
 import { Params } from '../params.js';
 
 // Environment shares (docs/reports.md): active actors and sessions started in the range, by a
-// field of what clients sent in X-Environment-Data (the actor's latest; a session counts under its
-// actor's). Values past `limit` are summed into one "other" row; no value sent is null.
+// field of what clients sent in X-Environment-Data or an exception's environment_context (both
+// stored in environments; the actor's latest; a session counts under its actor's). Values past
+// `limit` are summed into one "other" row; no value sent is null.
 
 export const EnvironmentQuery = Type.Object({
   ...(({ compare: _c, ...rest }) => rest)(FilterProps),
