@@ -193,6 +193,9 @@ describe('accounts and licenses', () => {
     assert.equal(exceptions.data.length, 1);
     assert.equal(exceptions.data[0].affected_actors, 1);
     assert.deepEqual(exceptions.data[0].versions, ['1.0']);
+    // The account is the path's: another in the query is an unknown parameter, not silently dropped.
+    const other = await get(t.app, tenant.adminKey, '/v1/accounts/acme/exceptions?account_id=globex');
+    assert.deepEqual([other.statusCode, other.json().code, other.json().errors?.[0]?.field], [400, 'validation_error', 'account_id']);
   });
 
   it('lists licenses and answers one license detail', async () => {

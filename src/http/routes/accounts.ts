@@ -20,7 +20,7 @@ const errors = problems(400, 401, 402, 403, 404);
 
 export function accountRoutes(app: App, ctx: AppContext): void {
   const gate = [requireKey(ctx.db, ['view_accounts']), requireAccountPlan];
-  const on = (querystring?: typeof Page | typeof S.ExceptionQuery) => ({ onRequest: gate, preValidation: onlyKnownParams(querystring) });
+  const on = (querystring?: typeof Page | typeof S.AccountExceptionQuery) => ({ onRequest: gate, preValidation: onlyKnownParams(querystring) });
   const tenantOf = (request: Parameters<typeof principalOf>[0]) => principalOf(request).tenant.id;
 
   app.get(
@@ -111,13 +111,13 @@ export function accountRoutes(app: App, ctx: AppContext): void {
   app.get(
     '/v1/accounts/:accountId/exceptions',
     {
-      ...on(S.ExceptionQuery),
+      ...on(S.AccountExceptionQuery),
       schema: {
         summary: 'Exception groups of the account (the shape of GET /v1/exceptions)',
         tags,
         security,
         params: AccountParams,
-        querystring: S.ExceptionQuery,
+        querystring: S.AccountExceptionQuery,
         response: { 200: S.ExceptionGroups, ...errors },
       },
     },

@@ -167,3 +167,5 @@ export const ExceptionQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
 });
+/** An account's exceptions: the list's filters, the account being the path's. */
+export const AccountExceptionQuery = Type.Omit(ExceptionQuery, ['account_id']);
