@@ -168,6 +168,65 @@ describe('strict version mode (every row of the state tables)', () => {
     assert.equal(row!.n, 1);
   });
 
+  it('a retry of an accepted event stays accepted (duplicate) after its version was archived under strict mode; no dead letter', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const sent = event({ product_version: '9.0.0' });
+    const first = await postEvents(t.app, tenant.ingestKey, [sent]);
+    assert.equal(first.statusCode, 200);
+    const version = (await get(t.app, tenant.adminKey, '/v1/products/app/versions'))
+      .json()
+      .data.find((v: { product_version: string }) => v.product_version === '9.0.0');
+    await send('PATCH', `/v1/products/app/versions/${version.id}`, tenant.adminKey, { status: 'archived' });
+    await strict(tenant.adminKey, true);
+    // The retry, beside a new event of the same archived version, which is refused.
+    const retry = await postEvents(t.app, tenant.ingestKey, [sent, event({ product_version: '9.0.0' })]);
+    assert.equal(retry.statusCode, 207);
+    const [again, fresh] = retry.json().results;
+    assert.deepEqual([again.status, again.duplicate], ['accepted', true]);
+    assert.equal(fresh.reason, 'UNREGISTERED_VERSION');
+    assert.deepEqual([retry.json().accepted, retry.json().rejected], [1, 1]);
+    const alone = await postEvents(t.app, tenant.ingestKey, [sent]);
+    assert.deepEqual([alone.statusCode, alone.json().results[0].duplicate], [200, true]);
+    const [stored] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(stored!.n, 1);
+    const [dead] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM invalid_events WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(dead!.n, 1, 'only the new event is a dead letter');
+  });
+
+  it('a repeat of a stored exception, session start or identify stays accepted after its version was archived under strict mode; a new one is refused', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const post = (url: string, payload: object) => send('POST', url, tenant.ingestKey, payload);
+    const common = { product: 'app', product_version: '7.0.0' };
+    const exception = {
+      ...common,
+      exception_id: 'x-1',
+      exception_type: 'TypeError',
+      severity: 'fatal',
+      message: 'boom',
+      occurred_at: '2026-03-01T10:00:00Z',
+      actor_id: 'u1',
+    };
+    const start = { ...common, session_id: '00000000-0000-4000-8000-0000000000a1', actor_id: 'u1', started_at: '2026-03-01T10:00:00Z' };
+    const link = { ...common, anonymous_actor_id: 'anon-1', identified_actor_id: 'u1' };
+    const first = await post('/v1/events/exceptions', exception);
+    assert.equal(first.statusCode, 200, first.body);
+    assert.equal((await post('/v1/events/sessions', start)).statusCode, 200);
+    assert.equal((await post('/v1/actors/identify', link)).statusCode, 200);
+    const version = (await get(t.app, tenant.adminKey, '/v1/products/app/versions'))
+      .json()
+      .data.find((v: { product_version: string }) => v.product_version === '7.0.0');
+    await send('PATCH', `/v1/products/app/versions/${version.id}`, tenant.adminKey, { status: 'archived' });
+    await strict(tenant.adminKey, true);
+    const again = await post('/v1/events/exceptions', exception);
+    assert.deepEqual([again.statusCode, again.json().fingerprint], [200, first.json().fingerprint]);
+    assert.equal((await post('/v1/events/sessions', start)).statusCode, 200);
+    assert.equal((await post('/v1/actors/identify', link)).statusCode, 200);
+    // New records of the archived version are refused, and so is a link to another user.
+    assert.equal((await post('/v1/events/exceptions', { ...exception, exception_id: 'x-2' })).json().code, 'UNREGISTERED_VERSION');
+    assert.equal((await post('/v1/events/sessions', { ...start, session_id: '00000000-0000-4000-8000-0000000000a2' })).json().code, 'UNREGISTERED_VERSION');
+    assert.equal((await post('/v1/actors/identify', { ...link, identified_actor_id: 'u2' })).json().code, 'UNREGISTERED_VERSION');
+  });
+
   it('BAD-INPUTS 31: strict mode toggled while batches are in flight: each event judged once, never retroactively', async () => {
     const tenant = await tenantWithProduct(t.app);
     const batches = Array.from({ length: 20 }, (_, i) => Array.from({ length: 50 }, () => event({ product_version: `v${i}` })));

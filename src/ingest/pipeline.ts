@@ -1,5 +1,6 @@
 import { isStorableString } from '../domain/text.js';
 import type { Db } from '../storage/db.js';
+import { storedEventIds } from '../storage/events.js';
 import { touchVersions } from '../storage/versions.js';
 import { SessionSigns, VersionTouches } from './caches.js';
 import { Judgement, values, type Pending } from './judgement.js';
@@ -77,6 +78,7 @@ export function createEventIngest(db: Db, log: IngestLog): EventIngest {
     const versions = checkVersions(values(allowed), catalog.versionStatuses);
     const admitted = judged.all(allowed, versions.verdicts); // UNREGISTERED_VERSION, or registration
     const { unique, duplicates } = dedupeBatch(admitted);
+    for (const index of await storedAmongRuled(db, input.tenantId, judged, withLicense)) duplicates.add(index);
 
     const inserted = await writeBatch(db, signs, {
       tenantId: input.tenantId,
@@ -99,6 +101,33 @@ export function createEventIngest(db: Db, log: IngestLog): EventIngest {
     return outcome(input.elements, judged, admitted, duplicates, inserted);
   }
   return { ingest };
+}
+
+/** The reasons that depend on the tenant's rules as they are now (products, allowlists, versions), not on the event itself. */
+const RULED: ReadonlySet<RejectionCode> = new Set<RejectionCode>(['UNRECOGNIZED_PRODUCT', 'ALLOWLIST_REJECTED', 'UNREGISTERED_VERSION']);
+
+/**
+ * An event refused by a rule of the tenant's that may have changed since (a version archived under
+ * strict mode, a product deleted, an allowlist) but already stored under its id is a client's
+ * retry of an accepted event: it stays accepted, a duplicate, and no dead letter is kept for it
+ * (CONTRACT.md: a retry never turns a 200 into a 207; each event is judged once). The store is
+ * asked only when such a rejection happened, so a batch the rules admit costs no extra statement.
+ * Returns those indexes, taken out of the rejections.
+ */
+async function storedAmongRuled(db: Db, tenantId: string, judged: Judgement, checked: readonly Pending<{ event_id: string }>[]): Promise<number[]> {
+  const ruled = checked.filter((p) => {
+    const rejection = judged.rejections.get(p.index);
+    return rejection !== undefined && RULED.has(rejection.reason);
+  });
+  if (ruled.length === 0) return [];
+  const stored = await storedEventIds(
+    db,
+    tenantId,
+    ruled.map((p) => p.value.event_id),
+  );
+  const retried = ruled.filter((p) => stored.has(p.value.event_id)).map((p) => p.index);
+  for (const index of retried) judged.rejections.delete(index);
+  return retried;
 }
 
 function outcome(

@@ -32,6 +32,16 @@ export function eventsInsertSql(t: string, r: string, j: string): string {
      ON CONFLICT (tenant_id, event_id) DO NOTHING`;
 }
 
+/** Which of these event ids the tenant already has (lower-case UUID text). */
+export async function storedEventIds(q: Queryable, tenantId: string, eventIds: readonly string[]): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const rows = await q.query<{ event_id: string }>('SELECT event_id::text AS event_id FROM events WHERE tenant_id = $1 AND event_id = ANY($2::uuid[])', [
+    tenantId,
+    eventIds,
+  ]);
+  return new Set(rows.map((r) => r.event_id));
+}
+
 /** Counts events of a tenant (tests, benchmarks, operators). */
 export async function countEvents(q: Queryable, tenantId: string): Promise<number> {
   const [row] = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenantId]);

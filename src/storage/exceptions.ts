@@ -28,6 +28,12 @@ export interface ExceptionRecord {
  * '' for none), so every reader of the environment sees it (CONTRACT.md: both feed
  * /v1/environment/*); its fields replace those fields of a header kept there, other keys stay.
  */
+/** The fingerprint stored for an exception id, if the tenant has it. */
+export async function storedFingerprint(q: Queryable, tenantId: string, exceptionId: string): Promise<string | undefined> {
+  const rows = await q.query<{ fingerprint: string }>('SELECT fingerprint FROM exceptions WHERE tenant_id = $1 AND exception_id = $2', [tenantId, exceptionId]);
+  return rows[0]?.fingerprint;
+}
+
 export async function insertException(q: Queryable, tenantId: string, e: ExceptionRecord, receivedAt: Date): Promise<string> {
   const rows = await q.query<{ fingerprint: string }>(
     `WITH ins AS (

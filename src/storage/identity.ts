@@ -18,6 +18,15 @@ export async function linkActor(
   return rows[0]!.identified_actor_id;
 }
 
+/** The user an anonymous actor is linked to, if it is. */
+export async function linkedUser(q: Queryable, tenantId: string, anonymous: string): Promise<string | undefined> {
+  const rows = await q.query<{ identified_actor_id: string }>('SELECT identified_actor_id FROM actor_links WHERE tenant_id = $1 AND anonymous_actor_id = $2', [
+    tenantId,
+    anonymous,
+  ]);
+  return rows[0]?.identified_actor_id;
+}
+
 export type Traits = Record<string, string | number | boolean>;
 
 /** Keeps the newest traits (by identified_at) of an identified actor. */

@@ -151,6 +151,28 @@ export async function admitProductVersion(ctx: RecordContext, slug: string, vers
   return { product, register: status === undefined };
 }
 
+/**
+ * admitProductVersion for a record that may be a client's retry: when the product or version is
+ * refused but `stored` finds the record already stored under its id, it was accepted before the
+ * rule changed (a version archived under strict mode, a product being deleted) and stays accepted:
+ * `{ stored }` then, and the caller answers as for any repeat (CONTRACT.md: a retry never turns a
+ * success into a refusal; strict mode is not retroactive). `stored` runs only after a refusal.
+ */
+export async function admitUnlessStored<S>(
+  ctx: RecordContext,
+  slug: string,
+  version: string | null,
+  stored: () => Promise<S | undefined>,
+): Promise<{ admitted: { product: ProductForIngest; register: boolean } } | { stored: S }> {
+  try {
+    return { admitted: await admitProductVersion(ctx, slug, version) };
+  } catch (err) {
+    const found = await stored();
+    if (found === undefined) throw err;
+    return { stored: found };
+  }
+}
+
 export async function registerIfNew(
   q: Queryable,
   ctx: RecordContext,

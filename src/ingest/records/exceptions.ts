@@ -3,8 +3,8 @@ import { fingerprint } from '../../domain/fingerprint.js';
 import { scrubText, scrubValue, wellFormedDeep } from '../../domain/scrub.js';
 import { LIMITS } from '../../domain/record-rules.js';
 import { isRfc3339, isStorableString, isUuid, truncateCodePoints } from '../../domain/text.js';
-import { insertException } from '../../storage/exceptions.js';
-import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, registerIfNew, requiredText, type RecordContext } from './common.js';
+import { insertException, storedFingerprint } from '../../storage/exceptions.js';
+import { admitUnlessStored, checkCommon, fieldError, judged, productAndVersion, registerIfNew, requiredText, type RecordContext } from './common.js';
 
 // Exceptions (SPEC.md "Exception"): message and stack_trace are truncated, never rejected for
 // length; breadcrumbs are any non-null JSON; an invalid session_id is dropped silently and an
@@ -46,7 +46,9 @@ export const recordException = judged(
     if (!isStorableString(exceptionId)) throw fieldError('exception_id', 'contains a NUL character or a lone surrogate');
     const environmentContext = body.environment_context === undefined || body.environment_context === null ? undefined : scrubValue(body.environment_context);
 
-    const admitted = await admitProductVersion(ctx, slug, version);
+    const verdict = await admitUnlessStored(ctx, slug, version, () => storedFingerprint(ctx.db, ctx.tenantId, exceptionId));
+    if ('stored' in verdict) return { exception_id: exceptionId, status: 'accepted', fingerprint: verdict.stored };
+    const { admitted } = verdict;
     const fp = await ctx.db.tx(async (q) => {
       await registerIfNew(q, ctx, admitted, version);
       return insertException(

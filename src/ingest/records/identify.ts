@@ -1,7 +1,7 @@
 import { checkProperties, LIMITS, reservedPropertyKey } from '../../domain/record-rules.js';
 import { isRfc3339 } from '../../domain/text.js';
-import { linkActor, saveTraits, type Traits } from '../../storage/identity.js';
-import { admitProductVersion, checkCommon, fieldError, judged, productAndVersion, Refusal, registerIfNew, requiredText, type RecordContext } from './common.js';
+import { linkActor, linkedUser, saveTraits, type Traits } from '../../storage/identity.js';
+import { admitUnlessStored, checkCommon, fieldError, judged, productAndVersion, Refusal, registerIfNew, requiredText, type RecordContext } from './common.js';
 
 // identify (CONTRACT.md): links a device's anonymous actor id to a user id, once. The same link
 // again is accepted; a different user for the same anonymous id is 409 actor_already_linked.
@@ -21,7 +21,12 @@ export const identify = judged(async (ctx: RecordContext, body: Record<string, u
   const reserved = reservedPropertyKey(traits);
   if (reserved) throw fieldError(`traits.${reserved}`, 'is a reserved key; accounts and licenses go in events');
   const { slug, version } = productAndVersion(body, false);
-  const admitted = await admitProductVersion(ctx, slug, version);
+  // The same link again is a repeat, accepted even when its product or version is refused now.
+  const verdict = await admitUnlessStored(ctx, slug, version, async () =>
+    (await linkedUser(ctx.db, ctx.tenantId, anonymous)) === identified ? true : undefined,
+  );
+  if ('stored' in verdict) return { status: 'accepted' };
+  const { admitted } = verdict;
   const linkedTo = await ctx.db.tx(async (q) => {
     await registerIfNew(q, ctx, admitted, version);
     const linked = await linkActor(

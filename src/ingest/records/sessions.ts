@@ -2,7 +2,7 @@ import { isRfc3339, isStorableString, isUuidText } from '../../domain/text.js';
 import { LIMITS } from '../../domain/record-rules.js';
 import { endSession, findSession, insertSession, keepPendingEnd, lockSession, takePendingEnd, type SessionStart } from '../../storage/sessions.js';
 import {
-  admitProductVersion,
+  admitUnlessStored,
   checkCommon,
   fieldError,
   judged,
@@ -31,7 +31,10 @@ function timestamp(body: Record<string, unknown>, field: string): string {
   return v;
 }
 
-/** Validates a start (or a recovery's start context) and admits its product and version. */
+/**
+ * Validates a start (or a recovery's start context) and admits its product and version; `admitted`
+ * is null when a rule refused them but the session is already stored (a retry: admitUnlessStored).
+ */
 async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, sessionId: string) {
   checkCommon(body, { properties: true });
   const { slug, version } = productAndVersion(body);
@@ -45,14 +48,16 @@ async function judgeStart(ctx: RecordContext, body: Record<string, unknown>, ses
     properties: (body.properties as Record<string, unknown> | undefined) ?? null,
     started_at: timestamp(body, 'started_at'),
   };
-  const admitted = await admitProductVersion(ctx, slug, version);
-  start.product_id = admitted.product.id;
-  return { start, admitted };
+  const verdict = await admitUnlessStored(ctx, slug, version, async () => ((await findSession(ctx.db, ctx.tenantId, sessionId)) ? true : undefined));
+  if ('stored' in verdict) return { start, admitted: null };
+  start.product_id = verdict.admitted.product.id;
+  return { start, admitted: verdict.admitted };
 }
 
 export const startSession = judged(async (ctx: RecordContext, body: Record<string, unknown>): Promise<{ session_id: string; status: 'accepted' }> => {
   const sessionId = normaliseSessionId(body.session_id);
   const { start, admitted } = await judgeStart(ctx, body, sessionId);
+  if (!admitted) return { session_id: sessionId, status: 'accepted' }; // already stored: a repeat
   await ctx.db.tx(async (q) => {
     await lockSession(q, ctx.tenantId, sessionId);
     await registerIfNew(q, ctx, admitted, start.product_version);
@@ -89,7 +94,7 @@ export const endSessionRequest = judged(
         await endSession(q, ctx.tenantId, sessionId, endedAt, reason);
         return { session_id: sessionId, status: 'ended' as const };
       }
-      if (recovery) {
+      if (recovery?.admitted) {
         if (Date.parse(endedAt) < Date.parse(recovery.start.started_at)) throw fieldError('ended_at', 'is earlier than started_at');
         await registerIfNew(q, ctx, recovery.admitted, recovery.start.product_version);
         await insertSession(q, ctx.tenantId, recovery.start, ctx.receivedAt, { ended_at: endedAt, end_reason: reason });
