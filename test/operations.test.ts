@@ -23,7 +23,11 @@ describe('operations', () => {
   it('readiness fails first when shutdown begins, while liveness stays up', async () => {
     const other = await startTestApp({ db: t.db });
     other.app.tally.ready.value = false;
-    assert.equal((await other.app.inject('/readyz')).statusCode, 503);
+    const down = await other.app.inject('/readyz');
+    assert.deepEqual(
+      [down.statusCode, down.headers['content-type'], down.headers['retry-after'], down.json().code],
+      [503, 'application/problem+json; charset=utf-8', '5', 'shutting_down'],
+    );
     assert.equal((await other.app.inject('/healthz')).statusCode, 200);
     await other.app.close();
   });

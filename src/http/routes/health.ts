@@ -1,4 +1,5 @@
 import type { App, AppContext } from '../context.js';
+import { sendProblem } from '../plugins/errors.js';
 
 export function healthRoutes(app: App, ctx: AppContext): void {
   // Liveness: the process answers. Never touches the store, so a store outage does not get us restarted.
@@ -6,12 +7,14 @@ export function healthRoutes(app: App, ctx: AppContext): void {
 
   // Readiness: not shutting down, and the store answers within a second.
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    if (!ctx.ready.value) return reply.code(503).header('retry-after', '5').send({ status: 'shutting_down' });
+    // Not ready is an error answer like any other: problem+json with a code (CONTRACT.md).
+    const retry = { headers: { 'retry-after': '5' } };
+    if (!ctx.ready.value) return sendProblem(reply, 503, 'shutting_down', 'the server is shutting down', retry);
     try {
       await Promise.race([ctx.db.ping(), new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 1000).unref())]);
       return { status: 'ready' };
     } catch {
-      return reply.code(503).header('retry-after', '5').send({ status: 'store_unavailable' });
+      return sendProblem(reply, 503, 'store_unavailable', 'the store does not answer', retry);
     }
   });
 }
