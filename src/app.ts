@@ -98,8 +98,12 @@ function answerClientError(err: Error, socket: import('node:net').Socket): void 
     code: problem,
     detail: timeout ? 'the request did not arrive in time' : 'the request could not be parsed',
   });
+  // The request's path is not known for sure here, so the CORS headers every ingestion route's
+  // errors carry (CONTRACT.md) go on all of these: a browser then sees the status. Keys are bearer
+  // tokens, never cookies, so `*` exposes nothing.
   socket.end(
-    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: Retry-After\r\nConnection: close\r\n\r\n${body}`,
   );
   socket.destroySoon();
 }

@@ -356,6 +356,9 @@ describe('BAD-INPUTS 6: slow clients', () => {
       assert.match(headers, /^HTTP\/1\.1 408 /);
       assert.match(headers, /\r\ncontent-type: application\/problem\+json/i, headers);
       assert.equal(typeof JSON.parse(body).code, 'string', body);
+      // A browser sees it too: the CORS headers of the ingestion routes' errors (CONTRACT.md).
+      assert.match(headers, /\r\naccess-control-allow-origin: \*/i, headers);
+      assert.match(headers, /\r\naccess-control-expose-headers: retry-after/i, headers);
     }
   });
 
