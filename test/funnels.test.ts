@@ -169,6 +169,35 @@ describe('funnels', () => {
     assert.equal(csv.body, 'actor_id\r\nu1\r\nu4\r\nu5\r\nuser-9\r\n');
   });
 
+  it('events at one instant go in event id order: a step may then come before or after another', async () => {
+    // t1: A (id …01) then B (id …02) at the same instant: converts. t2: B (…03) then A (…04): A → B does not.
+    // t3: A and a second A at one instant (ids in either order): what the state machine sees is the same.
+    const tenant = await tenantWithProduct(t.app);
+    const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const same = at(0);
+    const batch = [
+      event({ ...B, event_id: id(2), actor_id: 't1', timestamp: same, properties: {} }),
+      event({ ...A, event_id: id(1), actor_id: 't1', timestamp: same, properties: {} }),
+      event({ ...A, event_id: id(4), actor_id: 't2', timestamp: same, properties: {} }),
+      event({ ...B, event_id: id(3), actor_id: 't2', timestamp: same, properties: {} }),
+      event({ ...A, event_id: id(6), actor_id: 't3', timestamp: same, properties: {} }),
+      event({ ...A, event_id: id(5), actor_id: 't3', timestamp: same, properties: {} }),
+      event({ ...B, event_id: id(7), actor_id: 't3', timestamp: at(1), properties: {} }),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, steps: [A, B] });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(
+      res.json().steps.map((s: { count: number }) => s.count),
+      [3, 2],
+    );
+    const reached = await post(tenant.adminKey, '/v1/funnels/actors', { ...base, steps: [A, B], step: 2 });
+    assert.deepEqual(
+      reached.json().data.map((r: { id: string }) => r.id),
+      ['t1', 't3'],
+    );
+  });
+
   it('another tenant sees none of it', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await post(other.adminKey, '/v1/funnels', base);

@@ -81,41 +81,80 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   const steps = query.steps.map((s) => matchSql(s, p));
   const excl = (query.exclusions ?? []).map((x) => matchSql(x, p));
   const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;
-  const relevant = query.order === 'strict' ? 'true' : `(${[...steps, ...excl].join(' OR ')})`;
+  // Not strict: only the named events, read from events_by_name alone (an index-only scan) when
+  // the names also go in as lists: each matcher's own (category AND name) makes an OR the planner
+  // answers by one bitmap per name, which has to visit the table.
+  const named = [...query.steps, ...(query.exclusions ?? [])];
+  const list = (xs: string[]) => `${p.add([...new Set(xs)])}::text[]`;
+  const relevant =
+    query.order === 'strict'
+      ? 'true'
+      : `e.category = ANY(${list(named.map((m) => m.category))}) AND e.name = ANY(${list(named.map((m) => m.name))}) AND (${[...steps, ...excl].join(' OR ')})`;
   const b = breakdownSql(query.breakdown, p);
   const seg = await segmentClause(db, who, query.segment_id, query.count_by, unit.expr, p, now);
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
-  // One row per unit that entered in the range: its relevant events as lists in time order (one
-  // sort of the rows read, by unit and time), so that a unit's events, not every event, cross to
-  // JS as one row. Times and step masks cross as comma-separated text: a driver parses an array
-  // element by element in JavaScript, a string is split natively (float8's text is the same either
-  // way, so the numbers are too).
   // Each event's time in ms as float8, exactly (extract(epoch …) * 1000)::float8 but without
   // numeric arithmetic (a fifth of the statement on the embedded store): the whole minute's epoch
   // and the microseconds within it are integers a float8 holds exactly, so one rounding, the
   // division, as the numeric cast's.
   const t = "(date_part('epoch', date_trunc('minute', e.occurred_at)) * 1000000 + date_part('microseconds', e.occurred_at)) / 1000";
-  const order = 'ORDER BY e.occurred_at, e.event_id';
-  const sql = `
+  // One row per unit that entered in the range, holding its relevant events as lists, so that a
+  // unit's events, not every event, cross to JS as one row. Times and step masks cross as
+  // comma-separated text: a driver parses an array element by element in JavaScript, a string is
+  // split natively (float8's text is the same either way, so the numbers are too). `order`: the
+  // lists in time order (then event id), which costs a sort of every row read by unit and time;
+  // without it the rows are grouped by hashing and each unit's lists are put in time order here
+  // (one aggregate node feeds every list the same rows in the same order, so they stay aligned).
+  const read = (order: string, only: string) => `
     SELECT ${unit.expr} AS u, string_agg((${t})::text, ',' ${order}) AS t, string_agg((${maskSql(steps)})::text, ',' ${order}) AS m${
       excl.length === 0 ? '' : `, array_agg(${maskSql(excl)} ${order}) AS x`
     }${query.breakdown === undefined ? '' : `, array_agg(${b} ${order}) AS b`}
       FROM events e ${unit.join}
-     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant} AND ${unit.present}${seg}
+     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant} AND ${unit.present}${seg}${only}
      GROUP BY 1
     HAVING bool_or(${entry} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})`;
-  const rows = await withBudget(db, (q) => q.query<{ u: string; t: string; m: string; x?: number[]; b?: (string | null)[] }>(sql, p.values));
-  let read = 0;
+  type Row = { u: string; t: string; m: string; x?: number[]; b?: (string | null)[] };
+  const rows = await withBudget(db, (q) => q.query<Row>(read('', ''), p.values), { hashGroups: true });
+  let count = 0;
   const units: FunnelRun['units'] = [];
-  for (const r of rows) {
-    const times = r.t.split(',');
-    const masks = r.m.split(',');
-    read += times.length;
-    if (read > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
-    // No exclusions: no mask to read (0 for every event).
-    const events: UnitEvent[] = times.map((time, i) => ({ t: Number(time), steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 }));
+  const tied: string[] = [];
+  const evaluate = (r: Row, events: UnitEvent[], values: (string | null)[] | undefined) => {
     const result = evaluateUnit(events, rules);
-    units.push({ unit: r.u, result, value: result.entry >= 0 ? (r.b?.[result.entry] ?? null) : null });
+    units.push({ unit: r.u, result, value: result.entry >= 0 ? (values?.[result.entry] ?? null) : null });
+  };
+  for (const r of rows) {
+    const times = r.t.split(',').map(Number);
+    const masks = r.m.split(',');
+    count += times.length;
+    if (count > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
+    // Usually in time order already (rows come as they were written); sorted only when not.
+    const order = times.map((_, i) => i);
+    if (times.some((time, i) => i > 0 && time < times[i - 1]!)) order.sort((i, j) => times[i]! - times[j]!);
+    // Events at one instant go by event id, which did not cross: where two of a unit's differ in
+    // what the state machine sees, the unit is read again in that order (below; rare: an instant is
+    // a microsecond).
+    const same = (i: number, j: number) => masks[i] === masks[j] && (r.x?.[i] ?? 0) === (r.x?.[j] ?? 0) && (r.b?.[i] ?? null) === (r.b?.[j] ?? null);
+    if (order.some((i, k) => k > 0 && times[i] === times[order[k - 1]!] && !same(i, order[k - 1]!))) {
+      tied.push(r.u);
+      continue;
+    }
+    evaluate(
+      r,
+      order.map((i) => ({ t: times[i]!, steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 })),
+      r.b && order.map((i) => r.b![i] ?? null),
+    );
+  }
+  if (tied.length > 0) {
+    const only = ` AND ${unit.expr} = ANY(${p.add(tied)}::text[])`;
+    const ordered = await withBudget(db, (q) => q.query<Row>(read('ORDER BY e.occurred_at, e.event_id', only), p.values));
+    for (const r of ordered) {
+      const masks = r.m.split(',');
+      evaluate(
+        r,
+        r.t.split(',').map((time, i) => ({ t: Number(time), steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 })),
+        r.b,
+      );
+    }
   }
   // The answer's order does not depend on the grouping's.
   units.sort((a, c) => (a.unit < c.unit ? -1 : a.unit > c.unit ? 1 : 0));
