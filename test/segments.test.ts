@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, get, postEvents, readOnlyKey, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -186,14 +186,7 @@ describe('segments', () => {
   it('a segment by account is a per-account answer: a key without view_accounts gets 403 wherever it is used', async () => {
     const byAccount = await create({ ...range, account_id: 'acme' });
     const plain = await create({ ...range });
-    const res = await t.app.inject({
-      method: 'POST',
-      url: `/admin/v1/tenants/${tenant.id}/keys`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { name: 'reader', permissions: ['read'] },
-    });
-    assert.equal(res.statusCode, 201, res.body);
-    const reader = res.json().key as string;
+    const reader = await readOnlyKey(t.app, tenant.id);
     for (const url of [
       `/v1/segments/${byAccount}/size`,
       `/v1/segments/${byAccount}/actors`,

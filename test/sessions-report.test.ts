@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, createTenant, get, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
+import { createTenant, get, readOnlyKey, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
@@ -22,14 +22,7 @@ before(async () => {
   t = await startTestApp();
   const tenant = await tenantWithProduct(t.app, 'business');
   key = tenant.adminKey;
-  const reader = await t.app.inject({
-    method: 'POST',
-    url: `/admin/v1/tenants/${tenant.id}/keys`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { name: 'reader', permissions: ['read'] },
-  });
-  assert.equal(reader.statusCode, 201, reader.body);
-  readerKey = reader.json().key;
+  readerKey = await readOnlyKey(t.app, tenant.id);
   const post = async (url: string, payload: unknown) => {
     const res = await postJson(t.app, tenant.ingestKey, url, payload);
     assert.equal(res.statusCode, 200, res.body);

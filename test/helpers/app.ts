@@ -59,6 +59,18 @@ export async function createTenant(app: App, plan: PlanName = 'business', name =
   };
 }
 
+/** A key of the tenant with only the `read` permission (no view_accounts). */
+export async function readOnlyKey(app: App, tenantId: string): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: `/admin/v1/tenants/${tenantId}/keys`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { name: 'reader', permissions: ['read'] },
+  });
+  if (res.statusCode !== 201) throw new Error(`create key: ${res.statusCode} ${res.body}`);
+  return res.json().key;
+}
+
 export async function createProduct(app: App, key: string, slug = 'app'): Promise<{ id: string; slug: string }> {
   const res = await app.inject({ method: 'POST', url: '/v1/products', headers: { authorization: `Bearer ${key}` }, payload: { slug, name: slug } });
   if (res.statusCode !== 201) throw new Error(`create product: ${res.statusCode} ${res.body}`);
