@@ -188,9 +188,6 @@ export function recordWhere(f: Filters, sql: Params, time: string, alias: string
   return where;
 }
 
-/** A timestamp column as exact text (microseconds, UTC) for a keyset cursor: ISO milliseconds would skip rows. */
-export const exactTime = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
 /** A keyset cursor (exact timestamp, id): the page layer's shape check, then a real date PostgreSQL can hold. */
 export function keysetCursor(cursor: string | undefined, id: RegExp = /^.+$/su): [string, string] | undefined {
   const key = cursorKey(cursor, ['timestamp', 'text']);

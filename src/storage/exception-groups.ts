@@ -1,5 +1,5 @@
 import type { Queryable } from './db.js';
-import { iso } from './rows.js';
+import { exactTime, iso } from './rows.js';
 
 // GET /v1/exceptions: exceptions grouped by fingerprint, from the stored exceptions themselves
 // (not the rollup), so every filter is exact and current.
@@ -16,16 +16,13 @@ export interface ExceptionFilter {
   limit: number;
 }
 
-/** A group's last_seen as exact text (microseconds, UTC), its cursor key: ISO milliseconds would skip groups (exactTime in src/query/filters.ts). */
-const EXACT_LAST_SEEN = `to_char(max(e.occurred_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-
 export async function exceptionGroups(q: Queryable, tenantId: string, f: ExceptionFilter) {
   // Affected actors count each actor once, resolved through identify links (CONTRACT.md: an
   // anonymous id linked to a user counts as that user), as the group's trend does.
   const rows = await q.query(
     `SELECT * FROM (
        SELECT e.fingerprint, count(*) AS count, count(DISTINCT coalesce(l.identified_actor_id, e.actor_id)) AS affected_actors,
-              min(e.occurred_at) AS first_seen, max(e.occurred_at) AS last_seen, ${EXACT_LAST_SEEN} AS last_seen_key,
+              min(e.occurred_at) AS first_seen, max(e.occurred_at) AS last_seen, ${exactTime('max(e.occurred_at)')} AS last_seen_key,
               array_agg(DISTINCT e.product_version ORDER BY e.product_version) AS versions,
               count(*) FILTER (WHERE e.severity = 'fatal') AS fatal,
               (array_agg(json_build_object('exception_id', e.exception_id, 'exception_type', e.exception_type, 'severity', e.severity, 'message', e.message,

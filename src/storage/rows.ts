@@ -12,3 +12,6 @@ export function isoDate(v: unknown): string | null {
 }
 
 export { encodeCursor } from '../domain/cursor.js';
+
+/** A timestamptz as exact UTC text (microseconds, one width, so it orders as the instants do): a keyset cursor's key. */
+export const exactTime = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;

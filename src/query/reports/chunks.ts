@@ -1,7 +1,8 @@
 import { queryTooLarge } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
-import { exactTime, type Filters } from '../filters.js';
+import { type Filters } from '../filters.js';
 import { Params } from '../params.js';
+import { exactTime } from '../../storage/rows.js';
 
 // Raw events read in chunks, one short statement each, so that on the embedded store (one
 // connection, a statement never interrupted) the writes queued behind a long report run between

@@ -2,9 +2,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { Readable } from 'node:stream';
 import { Type, type Static } from 'typebox';
 import type { Db, Queryable } from '../../storage/db.js';
-import { iso } from '../../storage/rows.js';
+import { exactTime, iso } from '../../storage/rows.js';
 import { seesAccounts } from '../guard.js';
-import { exactTime, FilterProps, head, keysetCursor, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { FilterProps, head, keysetCursor, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
 import { Params } from '../params.js';
 

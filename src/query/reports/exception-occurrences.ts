@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox';
 import { notFound } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
-import { iso } from '../../storage/rows.js';
+import { exactTime, iso } from '../../storage/rows.js';
 import type { Scope } from '../scope.js';
-import { exactTime, head, keysetCursor, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
+import { head, keysetCursor, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
 import { seesAccounts } from '../guard.js';
 import { Params } from '../params.js';

@@ -1,19 +1,8 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { iso } from '../../storage/rows.js';
+import { exactTime, iso } from '../../storage/rows.js';
 import { seesAccounts } from '../guard.js';
-import {
-  checkBuckets,
-  exactTime,
-  head,
-  keysetCursor,
-  label,
-  recordWhere,
-  RecordFilterProps,
-  resolveFilters,
-  type Filters,
-  type Principal,
-} from '../filters.js';
+import { checkBuckets, head, keysetCursor, label, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
 import { pageOf } from '../page.js';
 import { bucketLabels } from './buckets.js';
 import { Params } from '../params.js';
