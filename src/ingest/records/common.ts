@@ -167,6 +167,8 @@ export async function admitUnlessStored<S>(
   try {
     return { admitted: await admitProductVersion(ctx, slug, version) };
   } catch (err) {
+    // Only a refusal by a rule; a store error stays what it is (a 503).
+    if (!(err instanceof Refusal)) throw err;
     const found = await stored();
     if (found === undefined) throw err;
     return { stored: found };
