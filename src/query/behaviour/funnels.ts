@@ -4,7 +4,7 @@ import { requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
 import { maskSql, matchSql, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
-import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvent, type UnitResult } from './funnel-eval.js';
+import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitResult } from './funnel-eval.js';
 import { periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 import { Params } from '../params.js';
@@ -118,9 +118,14 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   let count = 0;
   const units: FunnelRun['units'] = [];
   const tied: string[] = [];
-  const evaluate = (r: Row, events: UnitEvent[], values: (string | null)[] | undefined) => {
-    const result = evaluateUnit(events, rules);
-    units.push({ unit: r.u, result, value: result.entry >= 0 ? (values?.[result.entry] ?? null) : null });
+  // A unit's lists taken in `order` (indexes into them) are its events in time order.
+  const evaluate = (r: Row, times: number[], masks: string[], order: number[]) => {
+    const result = evaluateUnit(
+      order.map((i) => ({ t: times[i]!, steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 })),
+      rules,
+    );
+    const entry = result.entry >= 0 ? order[result.entry]! : -1;
+    units.push({ unit: r.u, result, value: entry >= 0 ? (r.b?.[entry] ?? null) : null });
   };
   for (const r of rows) {
     const times = r.t.split(',').map(Number);
@@ -138,21 +143,18 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
       tied.push(r.u);
       continue;
     }
-    evaluate(
-      r,
-      order.map((i) => ({ t: times[i]!, steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 })),
-      r.b && order.map((i) => r.b![i] ?? null),
-    );
+    evaluate(r, times, masks, order);
   }
   if (tied.length > 0) {
     const only = ` AND ${unit.expr} = ANY(${p.add(tied)}::text[])`;
     const ordered = await withBudget(db, (q) => q.query<Row>(read('ORDER BY e.occurred_at, e.event_id', only), p.values));
     for (const r of ordered) {
-      const masks = r.m.split(',');
+      const times = r.t.split(',').map(Number);
       evaluate(
         r,
-        r.t.split(',').map((time, i) => ({ t: Number(time), steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 })),
-        r.b,
+        times,
+        r.m.split(','),
+        times.map((_, i) => i),
       );
     }
   }
