@@ -20,18 +20,25 @@ export interface Reader {
 
 export type Feature = 'account_context';
 
-export function requireFeature(tenant: TenantPlan, feature: Feature): void {
-  if (feature !== 'account_context') return;
+/** Why the tenant's plan or setting refuses account answers, or undefined when they allow them. */
+function accountContextRefusal(tenant: TenantPlan): AppError | undefined {
   if (!(ACCOUNT_PLANS as readonly string[]).includes(tenant.plan)) {
-    throw new AppError(
+    return new AppError(
       402,
       'plan_limit_reached',
       `account and license views need the Business or Enterprise plan (or a trial); this tenant is on ${tenant.plan}`,
     );
   }
   if (!tenant.account_context_enabled) {
-    throw new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');
+    return new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');
   }
+  return undefined;
+}
+
+export function requireFeature(tenant: TenantPlan, feature: Feature): void {
+  if (feature !== 'account_context') return;
+  const refusal = accountContextRefusal(tenant);
+  if (refusal) throw refusal;
 }
 
 /** Per-account and per-license answers: view_accounts (403 forbidden), then the plan and the tenant's setting. */
@@ -44,5 +51,4 @@ export function requireAccountAnswers(who: Reader): void {
  * Whether answers may carry account and license ids (rows that name them, not counts): the key
  * may view accounts, and the tenant's plan and setting allow them.
  */
-export const seesAccounts = (p: Reader) =>
-  p.permissions.includes('view_accounts') && (ACCOUNT_PLANS as readonly string[]).includes(p.tenant.plan) && p.tenant.account_context_enabled;
+export const seesAccounts = (p: Reader) => p.permissions.includes('view_accounts') && accountContextRefusal(p.tenant) === undefined;
