@@ -553,6 +553,47 @@ describe("active actors across daylight-saving changes (the read model's month r
 });
 
 describe('report rules', () => {
+  it('a filter by name alone counts that name in every category and product (the explorer, trends and active actors agree)', async () => {
+    // 'open' in category ui (product app: x1 on Jan 29 and Jan 30, x2 on Jan 30), in category sys
+    // (product cli: x3 on Jan 30); 'close' in ui (x1, Jan 31) does not count. So: Jan 29 1 event of
+    // 1 actor, Jan 30 3 events of 3 actors; 4 events, 3 actors; the category ui alone: 3 events, 2 actors.
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const cli = await t.app.inject({
+      method: 'POST',
+      url: '/v1/products',
+      headers: { authorization: `Bearer ${tenant.adminKey}` },
+      payload: { slug: 'cli', name: 'CLI' },
+    });
+    assert.equal(cli.statusCode, 201, cli.body);
+    const batch = [
+      event({ actor_id: 'x1', timestamp: '2026-01-29T10:00:00Z', name: 'open' }),
+      event({ actor_id: 'x1', timestamp: '2026-01-30T10:00:00Z', name: 'open' }),
+      event({ actor_id: 'x2', timestamp: '2026-01-30T11:00:00Z', name: 'open' }),
+      event({ actor_id: 'x3', timestamp: '2026-01-30T12:00:00Z', name: 'open', category: 'sys', product: 'cli' }),
+      event({ actor_id: 'x1', timestamp: '2026-01-31T10:00:00Z', name: 'close' }),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const read = async (url: string) => {
+      const res = await get(t.app, tenant.adminKey, url);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json();
+    };
+    const trends = await read(`/v1/reports/trends?${RANGE}&name=open`);
+    assert.deepEqual(points(trends.series[0]).slice(0, 3), [
+      ['2026-01-29', 1, 1],
+      ['2026-01-30', 3, 3],
+      ['2026-01-31', 0, 0],
+    ]);
+    assert.deepEqual(trends.series[0].total, { events: 4, actors: 3 });
+    assert.deepEqual((await read(`/v1/reports/trends?${RANGE}&name=open&category=ui`)).series[0].total, { events: 3, actors: 2 });
+    assert.deepEqual((await read(`/v1/reports/trends?${RANGE}&name=open&product=cli`)).series[0].total, { events: 1, actors: 1 });
+    const explorer = await read(`/v1/events?${RANGE}&name=open`);
+    assert.deepEqual(
+      explorer.data.map((e: { actor_id: string; category: string }) => `${e.actor_id}/${e.category}`),
+      ['x3/sys', 'x2/ui', 'x1/ui', 'x1/ui'],
+    );
+  });
+
   it("another tenant sees none of this tenant's data", async () => {
     const other = await createTenant(t.app, 'business');
     const trends = (await get(t.app, other.adminKey, `/v1/reports/trends?${RANGE}`)).json();
