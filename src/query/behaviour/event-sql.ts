@@ -29,13 +29,12 @@ export function unitSql(by: CountBy): { expr: string; join: string; present: str
  * query also names the events it reads (category and name), so it can read them through
  * events_by_name, which leads with (tenant, product): without a product in the scope the tenant's
  * products go in as a list, which PostgreSQL scans once each, where the tenant alone would bound
- * the scan to the tenant's whole index. `tenant`: the placeholder of the tenant's id when the
- * caller has one already.
+ * the scan to the tenant's whole index.
  */
-export function scopeSql(s: Scope, p: Params, byName = false, tenant = p.add(s.tenantId)): string {
-  const parts = [`e.tenant_id = ${tenant}`];
+export function scopeSql(s: Scope, p: Params, byName = false): string {
+  const parts = [`e.tenant_id = ${p.add(s.tenantId)}`];
   if (s.productId) parts.push(`e.product_id = ${p.add(s.productId)}`);
-  else if (byName) parts.push(`e.product_id = ANY(ARRAY(SELECT id FROM products WHERE tenant_id = ${tenant}))`);
+  else if (byName) parts.push(`e.product_id = ANY(ARRAY(SELECT id FROM products WHERE tenant_id = ${p.add(s.tenantId)}))`);
   if (s.version !== undefined) parts.push(`e.product_version = ${p.add(s.version)}`);
   if (s.accountId !== undefined) parts.push(`e.account_id = ${p.add(s.accountId)}`);
   if (s.licenseId !== undefined) parts.push(`e.license_id = ${p.add(s.licenseId)}`);

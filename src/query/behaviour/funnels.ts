@@ -54,26 +54,6 @@ function validate(q: FunnelQuery, tenant: TenantPlan): void {
   if (q.count_by === 'account' || q.breakdown === 'account_id' || q.breakdown === 'license_id') requireFeature(tenant, 'account_context');
 }
 
-type ListsRow = { u: string; t: string; m: string; x?: number[]; b?: (string | null)[]; entered?: boolean };
-/** Rows per raw actor merged into one per unit (lists concatenated), without the units that did not enter. */
-function unitsOf<R extends ListsRow>(rows: R[]): R[] {
-  const byUnit = new Map<string, R>();
-  for (const r of rows) {
-    const had = byUnit.get(r.u);
-    if (!had) byUnit.set(r.u, r);
-    else
-      byUnit.set(r.u, {
-        ...had,
-        t: `${had.t},${r.t}`,
-        m: `${had.m},${r.m}`,
-        ...(had.x ? { x: [...had.x, ...r.x!] } : {}),
-        ...(had.b ? { b: [...had.b, ...r.b!] } : {}),
-        entered: had.entered === true || r.entered === true,
-      });
-  }
-  return [...byUnit.values()].filter((r) => r.entered);
-}
-
 /** Reads and evaluates a funnel: the part its answer and its drill-down share. */
 export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Date): Promise<FunnelRun> {
   const tenant = who.tenant;
@@ -97,8 +77,7 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   const p = new Params();
   const unit = unitSql(query.count_by);
   // Strict order reads every event of the unit; the others only the events their steps and exclusions name.
-  const tid = p.add(scope.tenantId);
-  const where = scopeSql(scope, p, query.order !== 'strict', tid);
+  const where = scopeSql(scope, p, query.order !== 'strict');
   const steps = query.steps.map((s) => matchSql(s, p));
   const excl = (query.exclusions ?? []).map((x) => matchSql(x, p));
   const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;
@@ -112,54 +91,30 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
       ? 'true'
       : `e.category = ANY(${list(named.map((m) => m.category))}) AND e.name = ANY(${list(named.map((m) => m.name))}) AND (${[...steps, ...excl].join(' OR ')})`;
   const b = breakdownSql(query.breakdown, p);
-  const byActor = query.count_by === 'actor';
-  // By actor the events are grouped by their raw actor id and the identify links applied to those
-  // groups after (one lookup per actor, not per event; the planner also sizes the groups right).
-  const rawUnit = 'COALESCE(l.identified_actor_id, a.u)';
-  const seg = await segmentClause(db, who, query.segment_id, query.count_by, byActor ? rawUnit : unit.expr, p, now);
+  const seg = await segmentClause(db, who, query.segment_id, query.count_by, unit.expr, p, now);
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
   // Each event's time in ms as float8, exactly (extract(epoch …) * 1000)::float8 but without
   // numeric arithmetic (a fifth of the statement on the embedded store): the whole minute's epoch
   // and the microseconds within it are integers a float8 holds exactly, so one rounding, the
   // division, as the numeric cast's.
   const t = "(date_part('epoch', date_trunc('minute', e.occurred_at)) * 1000000 + date_part('microseconds', e.occurred_at)) / 1000";
-  const entered = `bool_or(${entry} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})`;
-  // One row per unit (or raw actor) that entered in the range, holding its relevant events as
-  // lists, so that a unit's events, not every event, cross to JS as one row. Times and step masks
-  // cross as comma-separated text: a driver parses an array element by element in JavaScript, a
-  // string is split natively (float8's text is the same either way, so the numbers are too).
-  // `order`: the lists in time order (then event id), which costs a sort of every row read by unit
-  // and time; without it the rows are grouped by hashing and each unit's lists are put in time
-  // order here (one aggregate node feeds every list the same rows in the same order, so they stay
-  // aligned).
-  const lists = (order: string) =>
-    `string_agg((${t})::text, ',' ${order}) AS t, string_agg((${maskSql(steps)})::text, ',' ${order}) AS m${
-      excl.length === 0 ? '' : `, array_agg(${maskSql(excl)} ${order}) AS x`
-    }${query.breakdown === undefined ? '' : `, array_agg(${b} ${order}) AS b`}`;
-  const scan = `${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end}`;
+  // One row per unit that entered in the range, holding its relevant events as lists, so that a
+  // unit's events, not every event, cross to JS as one row. Times and step masks cross as
+  // comma-separated text: a driver parses an array element by element in JavaScript, a string is
+  // split natively (float8's text is the same either way, so the numbers are too). `order`: the
+  // lists in time order (then event id), which costs a sort of every row read by unit and time;
+  // without it the rows are grouped by hashing and each unit's lists are put in time order here
+  // (one aggregate node feeds every list the same rows in the same order, so they stay aligned).
   const read = (order: string, only: string) => `
-    SELECT ${unit.expr} AS u, ${lists(order)}
+    SELECT ${unit.expr} AS u, string_agg((${t})::text, ',' ${order}) AS t, string_agg((${maskSql(steps)})::text, ',' ${order}) AS m${
+      excl.length === 0 ? '' : `, array_agg(${maskSql(excl)} ${order}) AS x`
+    }${query.breakdown === undefined ? '' : `, array_agg(${b} ${order}) AS b`}
       FROM events e ${unit.join}
-     WHERE ${scan} AND ${relevant} AND ${unit.present}${only}
+     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant} AND ${unit.present}${seg}${only}
      GROUP BY 1
-    HAVING ${entered}`;
-  // By raw actor: an actor linked either way may enter through another id of its unit, so it
-  // comes whether it entered or not; the units that did not enter are dropped here.
-  const readRaw = () => `
-    WITH a AS (
-      SELECT e.actor_id AS u, ${lists('')}, ${entered} AS entered
-        FROM events e
-       WHERE ${scan} AND ${relevant}
-       GROUP BY 1
-      HAVING ${entered}
-          OR e.actor_id IN (SELECT anonymous_actor_id FROM actor_links WHERE tenant_id = ${tid})
-          OR e.actor_id IN (SELECT identified_actor_id FROM actor_links WHERE tenant_id = ${tid}))
-    SELECT ${rawUnit} AS u, a.t, a.m${excl.length === 0 ? '' : ', a.x'}${query.breakdown === undefined ? '' : ', a.b'}, a.entered
-      FROM a LEFT JOIN actor_links l ON l.tenant_id = ${tid} AND l.anonymous_actor_id = a.u
-     WHERE true${seg}`;
-  type Row = ListsRow;
-  const read1 = await withBudget(db, (q) => q.query<Row>(byActor ? readRaw() : read('', seg), p.values), { hashGroups: true });
-  const rows = byActor ? unitsOf(read1) : read1;
+    HAVING bool_or(${entry} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})`;
+  type Row = { u: string; t: string; m: string; x?: number[]; b?: (string | null)[] };
+  const rows = await withBudget(db, (q) => q.query<Row>(read('', ''), p.values), { hashGroups: true });
   let count = 0;
   const units: FunnelRun['units'] = [];
   const tied: string[] = [];
@@ -191,7 +146,6 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
     evaluate(r, times, masks, order);
   }
   if (tied.length > 0) {
-    // The tied units passed the segment already.
     const only = ` AND ${unit.expr} = ANY(${p.add(tied)}::text[])`;
     const ordered = await withBudget(db, (q) => q.query<Row>(read('ORDER BY e.occurred_at, e.event_id', only), p.values));
     for (const r of ordered) {
