@@ -9,7 +9,7 @@
 // --data-dir DIR keeps the fixture the same way: DIR/fixture.json names the --events of a fixture
 // whose fold finished, and a run with the same --events (and no --fresh) reuses it; any other DIR
 // is built afresh (its pg/ folder is replaced). Without --data-dir, a temporary folder is used and
-// removed. The last line is the JSON: {"store", "events", "p50_ms", "p95_ms", "cpu_p50_ms": {…}, "load"}
+// removed. --only funnel_5_steps,paths runs those queries only. The last line is the JSON: {"store", "events", "p50_ms", "p95_ms", "cpu_p50_ms": {…}, "load"}
 // (cpu: this process's CPU time per request: the embedded store's worker included, a PostgreSQL server not).
 // docs/benchmarks.md.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +34,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '5' },
     fresh: { type: 'boolean', default: false },
     'data-dir': { type: 'string' },
+    only: { type: 'string' },
   },
 });
 const EVENTS = Number(values.events);
@@ -160,7 +161,9 @@ async function main(): Promise<void> {
   // CPU time of this process (the embedded store's worker thread included) per request: what the
   // other work on a shared machine does not change much, unlike the wall time.
   const cpu50: Record<string, number> = {};
+  const only = values.only?.split(',');
   for (const [name, run] of Object.entries(queries)) {
+    if (only && !only.includes(name)) continue;
     const times: number[] = [];
     const cpus: number[] = [];
     for (let i = 0; i <= RUNS; i++) {
