@@ -1,7 +1,7 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
-import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
+import { MONTH_DAYS, monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
@@ -157,13 +157,13 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
       const months = [...cmTerms, ...amTerms].map((t) => t.month).sort();
       w.push(`a.month >= DATE '${months[0] ?? '1970-01-01'}'`, `a.month <= DATE '${months.at(-1) ?? '1970-01-01'}'`);
     }
-    // Each row with the OR of its hour columns (dm: its days) computed once (OFFSET 0 keeps the
-    // subquery apart), and the hour columns themselves only where a term or the first midnight
-    // needs single hours (not in UTC: carrying 24 more columns per row doubled the query on PGlite).
+    // Each row with its days (dm: the stored OR of its hour columns), and the hour columns
+    // themselves only where a term or the first midnight needs single hours (not in UTC: carrying
+    // 24 more columns per row doubled the query on PGlite).
     const f = scope.from;
     const hours = [...cmTerms, ...amTerms, ...clTerms].some((t) => t.hours.length !== 24) || f.getUTCHours() > 0;
-    const rows = `(SELECT * FROM (SELECT a.actor_id, a.month, ${hours ? MONTH_HOURS.map((h) => `a.${h}, `).join('') : ''}${MONTH_HOURS.map((h) => `a.${h}`).join(' | ')} AS dm
-                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg}) a WHERE a.dm <> 0) a`;
+    const rows = `(SELECT a.actor_id, a.month, ${hours ? MONTH_HOURS.map((h) => `a.${h}, `).join('') : ''}a.${MONTH_DAYS} AS dm
+                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} AND a.${MONTH_DAYS} <> 0) a`;
     const series = `generate_series(1, ${bounds.length - 1})`;
     const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
     if (type === 'recurring') {

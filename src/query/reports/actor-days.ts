@@ -152,11 +152,14 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
   return terms;
 }
 
+/** rm_actor_months' stored OR of its 24 hour columns (migration 170): a row's active UTC days. */
+export const MONTH_DAYS = 'days';
+
 /**
  * SQL: a row's days of one term (alias a), as an int, not shifted. `allHours`: a column of the row
  * holding the OR of its 24 hour columns, used for a term of all 24 hours (every term in UTC).
  */
-const termDays = (t: MonthTerm, days = t.days, allHours?: string) =>
+const termDays = (t: MonthTerm, days = t.days, allHours: string | undefined = MONTH_DAYS) =>
   `((${allHours !== undefined && t.hours.length === 24 ? `a.${allHours}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
 
 /**
