@@ -7,6 +7,7 @@ import type { TenantRow } from '../storage/tenants.js';
 import { requireAccountAnswers } from './guard.js';
 import { cursorKey } from './page.js';
 import { segmentFilterSql } from './behaviour/segments.js';
+import { tenantProducts } from './behaviour/event-sql.js';
 import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
 import { Params } from './params.js';
 
@@ -141,33 +142,39 @@ export function checkBuckets(s: Scope): void {
 export function rawEvents(f: Filters, sql: Params, columns: string, joins = '', source = 'events'): string {
   const s = f.scope;
   const tenant = sql.add(s.tenantId);
+  const product = s.productId ? sql.add(s.productId) : undefined;
+  // A name without its category, read from the table: the index's leading columns as lists (below).
+  const byName = f.name !== undefined && f.category === undefined && source === 'events';
   const where = [`e.tenant_id = ${tenant}`, `e.occurred_at >= ${sql.add(s.from)}`, `e.occurred_at < ${sql.add(s.to)}`];
-  if (s.productId) where.push(`e.product_id = ${sql.add(s.productId)}`);
-  else if (f.name !== undefined) where.push(`e.product_id = ANY(ARRAY(SELECT id FROM products WHERE tenant_id = ${tenant}))`);
+  if (product) where.push(`e.product_id = ${product}`);
+  else if (byName) where.push(`e.product_id = ANY(${tenantProducts(tenant)})`);
   if (s.version !== undefined) where.push(`e.product_version = ${sql.add(s.version)}`);
   if (s.accountId !== undefined) where.push(`e.account_id = ${sql.add(s.accountId)}`);
   if (s.licenseId !== undefined) where.push(`e.license_id = ${sql.add(s.licenseId)}`);
   if (f.category !== undefined) where.push(`e.category = ${sql.add(f.category)}`);
   if (f.name !== undefined) where.push(`e.name = ${sql.add(f.name)}`);
-  if (f.name !== undefined && f.category === undefined) where.push(`e.category = ANY(${tenantCategories(tenant)})`);
+  if (byName) where.push(`e.category = ANY(${eventCategories(tenant, product)})`);
   for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.add(k)} = ${sql.add(v)}`);
   if (f.segment) where.push(segmentWhere(f, sql, ACTOR));
   return `SELECT ${columns} FROM ${source} e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
 }
 
 /**
- * Every category the tenant's events have, per product, as an array: a loose index scan of
- * events_by_name (one probe per product and category, each the next (product, category) after
- * the last), always current. A filter by name alone then reads that name's events through
- * events_by_name, which leads with (tenant, product, category, name), instead of every event of
- * the range (docs/reports.md, "Filters by name").
+ * SQL: every category the tenant's events have (of one product, when given), as an array: a
+ * loose index scan of events_by_name (one probe per product and category, each asking for the
+ * next (product, category) after the last), always current. A filter by name alone then reads
+ * that name's events through events_by_name, which leads with (tenant, product, category, name),
+ * instead of every event of the range (docs/reports.md, "Filters by name").
  */
-const tenantCategories = (tenant: string) => `ARRAY(WITH RECURSIVE c(p, cat) AS (
-    (SELECT product_id, category FROM events WHERE tenant_id = ${tenant} ORDER BY product_id, category LIMIT 1)
+function eventCategories(tenant: string, product: string | undefined): string {
+  const of = product ? `tenant_id = ${tenant} AND product_id = ${product}` : `tenant_id = ${tenant}`;
+  return `ARRAY(WITH RECURSIVE c(p, cat) AS (
+    (SELECT product_id, category FROM events WHERE ${of} ORDER BY product_id, category LIMIT 1)
     UNION ALL
     SELECT x.product_id, x.category FROM c, LATERAL (
-      SELECT product_id, category FROM events WHERE tenant_id = ${tenant} AND (product_id, category) > (c.p, c.cat) ORDER BY product_id, category LIMIT 1) x)
+      SELECT product_id, category FROM events WHERE ${of} AND (product_id, category) > (c.p, c.cat) ORDER BY product_id, category LIMIT 1) x)
   SELECT DISTINCT cat FROM c)`;
+}
 
 export const ACTOR = 'coalesce(l.identified_actor_id, e.actor_id)';
 

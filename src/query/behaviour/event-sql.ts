@@ -13,6 +13,9 @@ export interface EventMatcher {
   properties?: Record<string, string | number | boolean> | undefined;
 }
 
+/** SQL: the tenant's product ids as an array, for a scan of events_by_name without a product. */
+export const tenantProducts = (tenant: string) => `ARRAY(SELECT id FROM products WHERE tenant_id = ${tenant})`;
+
 /** The unit an event counts for. An anonymous actor linked by identify counts as the identified one. */
 export function unitSql(by: CountBy): { expr: string; join: string; present: string } {
   if (by === 'session') return { expr: 'e.session_id::text', join: '', present: 'e.session_id IS NOT NULL' };
@@ -34,7 +37,7 @@ export function unitSql(by: CountBy): { expr: string; join: string; present: str
 export function scopeSql(s: Scope, p: Params, byName = false): string {
   const parts = [`e.tenant_id = ${p.add(s.tenantId)}`];
   if (s.productId) parts.push(`e.product_id = ${p.add(s.productId)}`);
-  else if (byName) parts.push(`e.product_id = ANY(ARRAY(SELECT id FROM products WHERE tenant_id = ${p.add(s.tenantId)}))`);
+  else if (byName) parts.push(`e.product_id = ANY(${tenantProducts(p.add(s.tenantId))})`);
   if (s.version !== undefined) parts.push(`e.product_version = ${p.add(s.version)}`);
   if (s.accountId !== undefined) parts.push(`e.account_id = ${p.add(s.accountId)}`);
   if (s.licenseId !== undefined) parts.push(`e.license_id = ${p.add(s.licenseId)}`);
