@@ -141,8 +141,8 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
   const lastDay = localDate(scope.to, tz);
   const clTerms = endsNow && midnight(lastDay) > scope.from.getTime() ? monthTerms(tz, fromDay, plusDays(lastDay, -1)) : [];
   if (!clTerms) return undefined;
-  const cm = termsBucketMask(cmTerms, bucketOf, 'dm');
-  const am = termsBucketMask(amTerms, bucketOf, 'dm');
+  const cm = termsBucketMask(cmTerms, bucketOf);
+  const am = termsBucketMask(amTerms, bucketOf);
   return (p, seg) => {
     const filters = (alias: string) => {
       const w = [`${alias}.tenant_id = ${p.add(scope.tenantId)}`];
@@ -157,12 +157,12 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
       const months = [...cmTerms, ...amTerms].map((t) => t.month).sort();
       w.push(`a.month >= DATE '${months[0] ?? '1970-01-01'}'`, `a.month <= DATE '${months.at(-1) ?? '1970-01-01'}'`);
     }
-    // Each row with its days (dm: the stored OR of its hour columns), and the hour columns
+    // Each row with its days (the stored OR of its hour columns), and the hour columns
     // themselves only where a term or the first midnight needs single hours (not in UTC: carrying
     // 24 more columns per row doubled the query on PGlite).
     const f = scope.from;
     const hours = [...cmTerms, ...amTerms, ...clTerms].some((t) => t.hours.length !== 24) || f.getUTCHours() > 0;
-    const rows = `(SELECT a.actor_id, a.month, ${hours ? MONTH_HOURS.map((h) => `a.${h}, `).join('') : ''}a.${MONTH_DAYS} AS dm
+    const rows = `(SELECT a.actor_id, a.month, ${hours ? MONTH_HOURS.map((h) => `a.${h}, `).join('') : ''}a.${MONTH_DAYS}
                      FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} AND a.${MONTH_DAYS} <> 0) a`;
     const series = `generate_series(1, ${bounds.length - 1})`;
     const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
@@ -186,7 +186,7 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
             .map((h) => `a.${h}`)
             .join(' | ')}) & ${1 << (d0 - 1)}) <> 0`
         : '';
-    const before = `(a.month < DATE '${month0}' OR (a.month = DATE '${month0}' AND ((a.dm & ${(1 << (d0 - 1)) - 1}) <> 0${sameDay})))`;
+    const before = `(a.month < DATE '${month0}' OR (a.month = DATE '${month0}' AND ((a.${MONTH_DAYS} & ${(1 << (d0 - 1)) - 1}) <> 0${sameDay})))`;
     let within = 'true';
     if (endsNow) {
       const utc = (t: number) => `${p.add(utcDay(t))}::date`;
@@ -195,7 +195,7 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
     }
     return `
     WITH per AS (
-      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am${endsNow ? `, bool_or(${termsAny(clTerms, 'dm')}) AS cl` : ''}
+      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am${endsNow ? `, bool_or(${termsAny(clTerms)}) AS cl` : ''}
         FROM ${rows} GROUP BY 1),
     masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE NOT b AND cm <> 0 AND ${within}),
     cohort AS (SELECT u, round(ln(cm::float8) / ln(2))::int AS c FROM masks),

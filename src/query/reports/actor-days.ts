@@ -155,12 +155,8 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
 /** rm_actor_months' stored OR of its 24 hour columns (migration 170): a row's active UTC days. */
 export const MONTH_DAYS = 'days';
 
-/**
- * SQL: a row's days of one term (alias a), as an int, not shifted. `allHours`: a column of the row
- * holding the OR of its 24 hour columns, used for a term of all 24 hours (every term in UTC).
- */
-const termDays = (t: MonthTerm, days = t.days, allHours: string | undefined = MONTH_DAYS) =>
-  `((${allHours !== undefined && t.hours.length === 24 ? `a.${allHours}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
+/** SQL: a row's days of one term (alias a), as an int, not shifted; a term of all 24 hours reads the stored OR. */
+const termDays = (t: MonthTerm, days = t.days) => `((${t.hours.length === 24 ? `a.${MONTH_DAYS}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
 
 /**
  * rm_actor_months rows (alias a) of the scope's filters, for the local days first..last: `words`
@@ -220,9 +216,9 @@ export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, 
  * SQL: the bucket bits (a bigint) of a row's active local days among `terms` (alias a of
  * rm_actor_months): bit `bucketOf(g)` for local day g (the terms' own count, from the first day
  * monthTerms was given). Days map to buckets by a shift where a term's days keep their distance in
- * buckets (interval day), else by one test per (term, bucket). `allHours` as in termDays.
+ * buckets (interval day), else by one test per (term, bucket).
  */
-export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => number, allHours?: string): string {
+export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => number): string {
   const arms = [...new Set(terms.map((t) => t.month))].sort().map((m) => {
     const parts = terms
       .filter((t) => t.month === m)
@@ -236,22 +232,22 @@ export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => num
         });
         if (shifts.size === 1) {
           const by = [...shifts][0]!;
-          return [`(${termDays(t, t.days, allHours)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
+          return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
         }
-        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days, allHours)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
+        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
       });
     return `WHEN DATE '${m}' THEN ${parts.join(' | ')}`;
   });
   return arms.length ? `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` : '0::bigint';
 }
 
-/** SQL: whether a row (alias a of rm_actor_months) has an active local day among `terms`. `allHours` as in termDays. */
-export function termsAny(terms: MonthTerm[], allHours?: string): string {
+/** SQL: whether a row (alias a of rm_actor_months) has an active local day among `terms`. */
+export function termsAny(terms: MonthTerm[]): string {
   const arms = [...new Set(terms.map((t) => t.month))].sort().map(
     (m) =>
       `WHEN DATE '${m}' THEN ${terms
         .filter((t) => t.month === m)
-        .map((t) => termDays(t, t.days, allHours))
+        .map((t) => termDays(t))
         .join(' | ')}`,
   );
   return arms.length ? `(CASE a.month ${arms.join(' ')} ELSE 0 END) <> 0` : 'false';
