@@ -162,6 +162,8 @@ async function main(): Promise<void> {
   // other work on a shared machine does not change much, unlike the wall time.
   const cpu50: Record<string, number> = {};
   const only = values.only?.split(',');
+  const unknown = only?.filter((name) => !(name in queries));
+  if (unknown?.length) throw new Error(`--only: no query named ${unknown.join(', ')} (${Object.keys(queries).join(', ')})`);
   for (const [name, run] of Object.entries(queries)) {
     if (only && !only.includes(name)) continue;
     const times: number[] = [];

@@ -21,24 +21,25 @@ export interface Reader {
 export type Feature = 'account_context';
 
 /** Why the tenant's plan or setting refuses account answers, or undefined when they allow them. */
-function accountContextRefusal(tenant: TenantPlan): AppError | undefined {
-  if (!(ACCOUNT_PLANS as readonly string[]).includes(tenant.plan)) {
-    return new AppError(
-      402,
-      'plan_limit_reached',
-      `account and license views need the Business or Enterprise plan (or a trial); this tenant is on ${tenant.plan}`,
-    );
-  }
-  if (!tenant.account_context_enabled) {
-    return new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');
-  }
+function accountContextRefusal(tenant: TenantPlan): 'plan' | 'setting' | undefined {
+  if (!(ACCOUNT_PLANS as readonly string[]).includes(tenant.plan)) return 'plan';
+  if (!tenant.account_context_enabled) return 'setting';
   return undefined;
 }
 
 export function requireFeature(tenant: TenantPlan, feature: Feature): void {
   if (feature !== 'account_context') return;
   const refusal = accountContextRefusal(tenant);
-  if (refusal) throw refusal;
+  if (refusal === 'plan') {
+    throw new AppError(
+      402,
+      'plan_limit_reached',
+      `account and license views need the Business or Enterprise plan (or a trial); this tenant is on ${tenant.plan}`,
+    );
+  }
+  if (refusal === 'setting') {
+    throw new AppError(403, 'account_context_disabled', 'account context is disabled for this tenant (operator setting account_context_enabled)');
+  }
 }
 
 /** Per-account and per-license answers: view_accounts (403 forbidden), then the plan and the tenant's setting. */
