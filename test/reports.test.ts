@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, createProduct, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
@@ -558,13 +558,7 @@ describe('report rules', () => {
     // (product cli: x3 on Jan 30); 'close' in ui (x1, Jan 31) does not count. So: Jan 29 1 event of
     // 1 actor, Jan 30 3 events of 3 actors; 4 events, 3 actors; the category ui alone: 3 events, 2 actors.
     const tenant = await tenantWithProduct(t.app, 'business');
-    const cli = await t.app.inject({
-      method: 'POST',
-      url: '/v1/products',
-      headers: { authorization: `Bearer ${tenant.adminKey}` },
-      payload: { slug: 'cli', name: 'CLI' },
-    });
-    assert.equal(cli.statusCode, 201, cli.body);
+    await createProduct(t.app, tenant.adminKey, 'cli');
     const batch = [
       event({ actor_id: 'x1', timestamp: '2026-01-29T10:00:00Z', name: 'open' }),
       event({ actor_id: 'x1', timestamp: '2026-01-30T10:00:00Z', name: 'open' }),
