@@ -1,9 +1,9 @@
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
-import { MONTH_DAYS, monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
+import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
-import { MONTH_HOURS } from '../../storage/read-model/tables.js';
+import { MONTH_DAYS, MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';

@@ -3,6 +3,7 @@ import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { eachBit, WORD_DAYS } from './buckets.js';
 import { Params } from '../params.js';
+import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -151,9 +152,6 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
   }
   return terms;
 }
-
-/** rm_actor_months' stored OR of its 24 hour columns (migration 170): a row's active UTC days. */
-export const MONTH_DAYS = 'days';
 
 /** SQL: a row's days of one term (alias a), as an int, not shifted; a term of all 24 hours reads the stored OR. */
 const termDays = (t: MonthTerm, days = t.days) => `((${t.hours.length === 24 ? `a.${MONTH_DAYS}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
