@@ -254,3 +254,28 @@ describe('funnels by session and by account', () => {
     assert.deepEqual([forbidden.statusCode, forbidden.json().code], [403, 'forbidden']);
   });
 });
+
+describe('funnels: events at one instant', () => {
+  it('go by event id, whatever order they were sent in', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const id = (n: number) => `0190a000-0000-7000-8000-00000000000${n}`;
+    const now = at(0);
+    // tie-a: B (id 2) sent before A (id 1), same instant: by event id A comes first, so A → B converts.
+    // tie-b: A (id 4) sent before B (id 3): B comes first, so tie-b enters and stops at step 1.
+    const batch = [
+      event({ ...B, actor_id: 'tie-a', timestamp: now, properties: {}, event_id: id(2) }),
+      event({ ...A, actor_id: 'tie-a', timestamp: now, properties: {}, event_id: id(1) }),
+      event({ ...A, actor_id: 'tie-b', timestamp: now, properties: {}, event_id: id(4) }),
+      event({ ...B, actor_id: 'tie-b', timestamp: now, properties: {}, event_id: id(3) }),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const q = { steps: [A, B], from: '2026-03-02', to: '2026-03-03' };
+    const res = await post(tenant.adminKey, '/v1/funnels', q);
+    assert.deepEqual([counts(res.json()), res.json().steps[1].median_seconds], [[2, 1], 0]);
+    const converted = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 2 });
+    assert.deepEqual(
+      converted.json().data.map((r: { id: string }) => r.id),
+      ['tie-a'],
+    );
+  });
+});

@@ -6,11 +6,15 @@
 
 export type FunnelOrder = 'ordered' | 'strict' | 'unordered';
 
-/** One event of a unit: time in ms, and bit masks of the steps and exclusions it matches. */
-export interface UnitEvent {
-  t: number;
-  steps: number;
-  excl: number;
+/**
+ * A unit's events in time order, as columns (no object per event): event i's time in ms, and bit
+ * masks of the steps and of the exclusions it matches. Only the first `n` entries count.
+ */
+export interface UnitEvents {
+  n: number;
+  t: ArrayLike<number>;
+  steps: ArrayLike<number>;
+  excl: ArrayLike<number>;
 }
 
 /** An exclusion between steps `from` and `to` (1-based): it counts after `from` is reached and before `to` is. */
@@ -40,58 +44,60 @@ export interface UnitResult {
 
 const has = (mask: number, i: number) => (mask & (1 << i)) !== 0;
 
-function excluded(e: UnitEvent, reached: number, rules: FunnelRules): boolean {
-  if (e.excl === 0) return false;
-  return rules.exclusions.some((x, i) => has(e.excl, i) && reached >= x.from && reached < x.to);
+function excluded(excl: number, reached: number, rules: FunnelRules): boolean {
+  if (excl === 0) return false;
+  return rules.exclusions.some((x, i) => has(excl, i) && reached >= x.from && reached < x.to);
 }
 
 /** One attempt from the entry event at index s; null when an exclusion killed it. */
-function attempt(events: UnitEvent[], s: number, rules: FunnelRules): UnitResult | null {
-  const start = events[s]!;
-  const end = start.t + rules.windowMs;
-  const times = [start.t];
+function attempt(events: UnitEvents, s: number, rules: FunnelRules): UnitResult | null {
+  const start = events.t[s]!;
+  const end = start + rules.windowMs;
+  const times = [start];
   // Unordered: which steps are done (the entry event takes the first step it matches).
   let done = 0;
   if (rules.order === 'unordered') {
     for (let i = 0; i < rules.steps; i++)
-      if (has(start.steps, i)) {
+      if (has(events.steps[s]!, i)) {
         done = 1 << i;
         break;
       }
   }
-  for (let j = s + 1; j < events.length && times.length < rules.steps; j++) {
-    const e = events[j]!;
-    if (e.t > end) break;
+  for (let j = s + 1; j < events.n && times.length < rules.steps; j++) {
+    const t = events.t[j]!;
+    if (t > end) break;
+    const steps = events.steps[j]!;
     const reached = times.length;
     if (rules.order === 'unordered') {
       let took = -1;
       for (let i = 0; i < rules.steps; i++)
-        if (has(e.steps, i) && !has(done, i)) {
+        if (has(steps, i) && !has(done, i)) {
           took = i;
           break;
         }
       if (took >= 0) {
         done |= 1 << took;
-        times.push(e.t);
+        times.push(t);
         continue;
       }
-    } else if (has(e.steps, reached)) {
-      times.push(e.t);
+    } else if (has(steps, reached)) {
+      times.push(t);
       continue;
     }
-    if (excluded(e, reached, rules)) return null;
+    if (excluded(events.excl[j]!, reached, rules)) return null;
     // Strict: any other event of the unit ends the attempt where it stands.
     if (rules.order === 'strict') break;
   }
   return { reached: times.length, times, entry: s };
 }
 
-export function evaluateUnit(events: UnitEvent[], rules: FunnelRules): UnitResult {
+export function evaluateUnit(events: UnitEvents, rules: FunnelRules): UnitResult {
   let best: UnitResult = { reached: 0, times: [], entry: -1 };
-  for (let s = 0; s < events.length; s++) {
-    const e = events[s]!;
-    if (e.t < rules.from || e.t >= rules.to) continue;
-    const entry = rules.order === 'unordered' ? e.steps !== 0 : has(e.steps, 0);
+  for (let s = 0; s < events.n; s++) {
+    const t = events.t[s]!;
+    if (t < rules.from || t >= rules.to) continue;
+    const steps = events.steps[s]!;
+    const entry = rules.order === 'unordered' ? steps !== 0 : has(steps, 0);
     if (!entry) continue;
     const r = attempt(events, s, rules);
     if (r && r.reached > best.reached) best = r;

@@ -4,7 +4,7 @@ import { requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
 import { maskSql, matchSql, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
-import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitResult } from './funnel-eval.js';
+import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvents, type UnitResult } from './funnel-eval.js';
 import { periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 import { Params } from '../params.js';
@@ -22,6 +22,22 @@ export interface FunnelQuery extends ScopeParams {
   count_by?: CountBy | undefined;
   breakdown?: string | undefined;
   segment_id?: string | undefined;
+}
+
+type Row = { u: string; t: string; m: string; x?: number[]; b?: (string | null)[] };
+
+/** One unit's events as columns (funnel-eval.ts), in arrays that grow as needed and are reused. */
+class Columns implements UnitEvents {
+  n = 0;
+  t = new Float64Array(256);
+  steps = new Int32Array(256);
+  excl = new Int32Array(256);
+  fit(n: number): void {
+    this.n = n;
+    if (n <= this.t.length) return;
+    const size = Math.max(n, this.t.length * 2);
+    [this.t, this.steps, this.excl] = [new Float64Array(size), new Int32Array(size), new Int32Array(size)];
+  }
 }
 
 const UNIT_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000 } as const;
@@ -100,7 +116,6 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   // third of the per-row cost of building it in SQL from the minute's epoch and the microseconds.
   const t = `date_part('epoch', e.occurred_at - ${from}::timestamptz)`;
   const baseUs = scope.from.getTime() * 1000;
-  const timesOf = (list: string) => list.split(',').map((x) => (baseUs + Math.round(Number(x) * 1_000_000)) / 1000);
   // One row per unit that entered in the range, holding its relevant events as lists, so that a
   // unit's events, not every event, cross to JS as one row. Times and step masks cross as
   // comma-separated text: a driver parses an array element by element in JavaScript, a string is
@@ -116,50 +131,66 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
      WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant} AND ${unit.present}${seg}${only}
      GROUP BY 1
     HAVING bool_or(${entry} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})`;
-  type Row = { u: string; t: string; m: string; x?: number[]; b?: (string | null)[] };
   const rows = await withBudget(db, (q) => q.query<Row>(read('', ''), p.values), { hashGroups: true });
   let count = 0;
   const units: FunnelRun['units'] = [];
-  const tied: string[] = [];
-  // A unit's lists taken in `order` (indexes into them) are its events in time order.
-  const evaluate = (r: Row, times: number[], masks: string[], order: number[]) => {
-    const result = evaluateUnit(
-      order.map((i) => ({ t: times[i]!, steps: Number(masks[i]), excl: r.x ? Number(r.x[i]) : 0 })),
-      rules,
-    );
-    const entry = result.entry >= 0 ? order[result.entry]! : -1;
-    units.push({ unit: r.u, result, value: entry >= 0 ? (r.b?.[entry] ?? null) : null });
+  const tied: Row[] = [];
+  // A unit's events as columns, parsed into arrays reused from unit to unit (no object per
+  // event), and copied into time order when they did not come in it (usually they do: rows come
+  // as they were written).
+  const raw = new Columns();
+  const inOrder = new Columns();
+  /**
+   * Evaluates one unit's row, or answers false (first pass only) when two of its events share an
+   * instant and differ in what the state machine sees: events at one instant go by event id, which
+   * did not cross, so such a unit is read again in that order (below; rare: an instant is a µs).
+   */
+  const evaluate = (r: Row, first: boolean): boolean => {
+    const ts = r.t.split(',');
+    const ms = r.m.split(',');
+    const n = ts.length;
+    if (first && (count += n) > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
+    raw.fit(n);
+    let ordered = true;
+    for (let i = 0; i < n; i++) {
+      raw.t[i] = (baseUs + Math.round(Number(ts[i]) * 1_000_000)) / 1000;
+      raw.steps[i] = Number(ms[i]);
+      raw.excl[i] = r.x?.[i] ?? 0;
+      if (i > 0 && raw.t[i]! < raw.t[i - 1]!) ordered = false;
+    }
+    let events = raw;
+    let order: number[] | undefined;
+    if (!ordered) {
+      // A stable sort: events at one instant keep the order they came in.
+      order = Array.from({ length: n }, (_, i) => i).sort((i, j) => raw.t[i]! - raw.t[j]!);
+      inOrder.fit(n);
+      order.forEach((i, k) => {
+        inOrder.t[k] = raw.t[i]!;
+        inOrder.steps[k] = raw.steps[i]!;
+        inOrder.excl[k] = raw.excl[i]!;
+      });
+      events = inOrder;
+    }
+    const value = (k: number) => r.b?.[order ? order[k]! : k] ?? null;
+    if (first) {
+      for (let k = 1; k < n; k++) {
+        if (
+          events.t[k] === events.t[k - 1] &&
+          (events.steps[k] !== events.steps[k - 1] || events.excl[k] !== events.excl[k - 1] || value(k) !== value(k - 1))
+        ) {
+          return false;
+        }
+      }
+    }
+    const result = evaluateUnit(events, rules);
+    units.push({ unit: r.u, result, value: result.entry >= 0 ? value(result.entry) : null });
+    return true;
   };
-  for (const r of rows) {
-    const times = timesOf(r.t);
-    const masks = r.m.split(',');
-    count += times.length;
-    if (count > MAX_ROWS) throw tooLarge(`more than ${MAX_ROWS} events to evaluate: narrow the range or add a product filter`);
-    // Usually in time order already (rows come as they were written); sorted only when not.
-    const order = times.map((_, i) => i);
-    if (times.some((time, i) => i > 0 && time < times[i - 1]!)) order.sort((i, j) => times[i]! - times[j]!);
-    // Events at one instant go by event id, which did not cross: where two of a unit's differ in
-    // what the state machine sees, the unit is read again in that order (below; rare: an instant is
-    // a microsecond).
-    const same = (i: number, j: number) => masks[i] === masks[j] && (r.x?.[i] ?? 0) === (r.x?.[j] ?? 0) && (r.b?.[i] ?? null) === (r.b?.[j] ?? null);
-    if (order.some((i, k) => k > 0 && times[i] === times[order[k - 1]!] && !same(i, order[k - 1]!))) {
-      tied.push(r.u);
-      continue;
-    }
-    evaluate(r, times, masks, order);
-  }
+  for (const r of rows) if (!evaluate(r, true)) tied.push(r);
   if (tied.length > 0) {
-    const only = ` AND ${unit.expr} = ANY(${p.add(tied)}::text[])`;
+    const only = ` AND ${unit.expr} = ANY(${p.add(tied.map((r) => r.u))}::text[])`;
     const ordered = await withBudget(db, (q) => q.query<Row>(read('ORDER BY e.occurred_at, e.event_id', only), p.values));
-    for (const r of ordered) {
-      const times = timesOf(r.t);
-      evaluate(
-        r,
-        times,
-        r.m.split(','),
-        times.map((_, i) => i),
-      );
-    }
+    for (const r of ordered) evaluate(r, false);
   }
   // The answer's order does not depend on the grouping's.
   units.sort((a, c) => (a.unit < c.unit ? -1 : a.unit > c.unit ? 1 : 0));
