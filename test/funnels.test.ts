@@ -198,6 +198,14 @@ describe('funnels', () => {
     );
   });
 
+  it('one name in two steps, one of them filtered by property', async () => {
+    const pro = { ...A, properties: { plan: 'pro' } };
+    // A(pro) then any A: u1 and u4 enter (their A at 0 is pro); only u4 has another A (at 5).
+    assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', { ...base, steps: [pro, A] })).json()), [2, 1]);
+    // Any A then A(pro): ten units enter (u10's A is before the range); no later A is pro.
+    assert.deepEqual(counts((await post(tenant.adminKey, '/v1/funnels', { ...base, steps: [A, pro] })).json()), [10, 0]);
+  });
+
   it('another tenant sees none of it', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await post(other.adminKey, '/v1/funnels', base);

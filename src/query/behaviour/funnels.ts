@@ -94,21 +94,50 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   const unit = unitSql(query.count_by);
   // Strict order reads every event of the unit; the others only the events their steps and exclusions name.
   const where = scopeSql(scope, p, query.order !== 'strict');
-  const steps = query.steps.map((s) => matchSql(s, p));
-  const excl = (query.exclusions ?? []).map((x) => matchSql(x, p));
-  const entry = query.order === 'unordered' ? `(${steps.join(' OR ')})` : steps[0]!;
-  // Not strict: only the named events, read from events_by_name alone (an index-only scan) when
-  // the names also go in as lists: each matcher's own (category AND name) makes an OR the planner
-  // answers by one bitmap per name, which has to visit the table.
-  const named = [...query.steps, ...(query.exclusions ?? [])];
-  const list = (xs: string[]) => `${p.add([...new Set(xs)])}::text[]`;
-  const relevant =
-    query.order === 'strict'
-      ? 'true'
-      : `e.category = ANY(${list(named.map((m) => m.category))}) AND e.name = ANY(${list(named.map((m) => m.name))}) AND (${[...steps, ...excl].join(' OR ')})`;
   const b = breakdownSql(query.breakdown, p);
   const seg = await segmentClause(db, who, query.segment_id, query.count_by, unit.expr, p, now);
   const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(scanTo))];
+  const exclusions = query.exclusions ?? [];
+  // The events read, each with its step mask m and exclusion mask x (bit i: it matches matcher i).
+  // Strict order reads every event of the unit, its masks worked out per event. The others read
+  // only the events their steps and exclusions name: one range of events_by_name per distinct
+  // (category, name), an index-only scan unless a matcher there filters by property, whose rows
+  // carry the masks of that name's matchers as constants (a matcher with properties adds its bit
+  // where they match). Against one scan of every named event with an expression per matcher per
+  // row: a third less time for the statement of a 5-step funnel (1M events: ~0.7 → ~0.45 s).
+  const cols = ['e.tenant_id', 'e.actor_id', 'e.occurred_at', 'e.event_id', ...(query.count_by === 'actor' ? [] : [`e.${query.count_by}_id`]), `${b} AS b`];
+  const scan = (masks: [string, string], filter: string) =>
+    `SELECT ${cols.join(', ')}, ${masks[0]} AS m, ${masks[1]} AS x FROM events e WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end}${filter}`;
+  let events: string;
+  if (query.order === 'strict') {
+    events = scan([maskSql(query.steps.map((m) => matchSql(m, p))), maskSql(exclusions.map((m) => matchSql(m, p)))], '');
+  } else {
+    // Per distinct name, its step and exclusion matchers: [the matcher when it filters by property, its bit].
+    type Bits = [EventMatcher | undefined, number][];
+    const names = new Map<string, { category: string; name: string; steps: Bits; excl: Bits }>();
+    const add = (m: EventMatcher, list: 'steps' | 'excl', bit: number) => {
+      const key = JSON.stringify([m.category, m.name]);
+      const group = names.get(key) ?? { category: m.category, name: m.name, steps: [], excl: [] };
+      names.set(key, group);
+      group[list].push([m.properties && Object.keys(m.properties).length > 0 ? m : undefined, bit]);
+    };
+    query.steps.forEach((m, i) => add(m, 'steps', i));
+    exclusions.forEach((m, i) => add(m, 'excl', i));
+    events = [...names.values()]
+      .map((g) => {
+        const props = (m: EventMatcher) => `e.properties @> ${p.add(JSON.stringify(m.properties))}::jsonb`;
+        const mask = (of: Bits) => {
+          const constant = of.filter(([m]) => !m).reduce((a, [, bit]) => a | (1 << bit), 0);
+          return [String(constant), ...of.flatMap(([m, bit]) => (m ? [`(CASE WHEN ${props(m)} THEN ${1 << bit} ELSE 0 END)`] : []))].join(' + ');
+        };
+        const all = [...g.steps, ...g.excl];
+        // A name whose every matcher filters by property: only its events that match one are read.
+        const only = all.every(([m]) => m) ? ` AND (${all.map(([m]) => props(m!)).join(' OR ')})` : '';
+        return scan([mask(g.steps), mask(g.excl)], ` AND e.category = ${p.add(g.category)} AND e.name = ${p.add(g.name)}${only}`);
+      })
+      .join('\n      UNION ALL ');
+  }
+  const entry = query.order === 'unordered' ? 'e.m <> 0' : '(e.m & 1) <> 0';
   // Each event's time as seconds since the scan's start (`from`), a float8 (date_part of the
   // interval: one division of its microseconds and one addition of its whole days, each far below
   // half a microsecond for any range this reads), turned back here into exact microseconds and then
@@ -124,11 +153,11 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   // without it the rows are grouped by hashing and each unit's lists are put in time order here
   // (one aggregate node feeds every list the same rows in the same order, so they stay aligned).
   const read = (order: string, only: string) => `
-    SELECT ${unit.expr} AS u, string_agg((${t})::text, ',' ${order}) AS t, string_agg((${maskSql(steps)})::text, ',' ${order}) AS m${
-      excl.length === 0 ? '' : `, array_agg(${maskSql(excl)} ${order}) AS x`
-    }${query.breakdown === undefined ? '' : `, array_agg(${b} ${order}) AS b`}
-      FROM events e ${unit.join}
-     WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${end} AND ${relevant} AND ${unit.present}${seg}${only}
+    SELECT ${unit.expr} AS u, string_agg((${t})::text, ',' ${order}) AS t, string_agg(e.m::text, ',' ${order}) AS m${
+      exclusions.length === 0 ? '' : `, array_agg(e.x ${order}) AS x`
+    }${query.breakdown === undefined ? '' : `, array_agg(e.b ${order}) AS b`}
+      FROM (${events}) e ${unit.join}
+     WHERE ${unit.present}${seg}${only}
      GROUP BY 1
     HAVING bool_or(${entry} AND e.occurred_at >= ${from} AND e.occurred_at < ${to})`;
   const rows = await withBudget(db, (q) => q.query<Row>(read('', ''), p.values), { hashGroups: true });
