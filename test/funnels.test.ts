@@ -287,3 +287,43 @@ describe('funnels: events at one instant', () => {
     );
   });
 });
+
+describe('funnels: a unit with many events', () => {
+  it('is evaluated through its steps positions with the same answer, by hand', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    // "big": A every minute at 0–69, X at 40.5, B at 75, C at 80 (72–73 events read: past the
+    // scanning threshold of 64). Window 1 hour.
+    const batch = [...Array.from({ length: 70 }, (_, m) => ev('big', A, m)), ev('big', X, 40.5), ev('big', B, 75), ev('big', C, 80)];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const q = { steps: [A, B, C], window: { value: 1, unit: 'hour' }, from: '2026-03-02', to: '2026-03-03' };
+    const times = (body: { steps: { median_seconds: number | null }[] }) => body.steps.map((s) => s.median_seconds);
+    // Without the exclusion: entries before minute 15 miss B, before 20 miss C; A at 20 is the
+    // earliest attempt to convert: A→B 55 min, B→C 5 min.
+    const plain = (await post(tenant.adminKey, '/v1/funnels', q)).json();
+    assert.deepEqual(
+      [counts(plain), times(plain)],
+      [
+        [1, 1, 1],
+        [null, 3300, 300],
+      ],
+    );
+    // X between steps 1 and 2 kills every attempt entered at or before minute 40: A at 41 converts (B after 34 min).
+    const excluded = (await post(tenant.adminKey, '/v1/funnels', { ...q, exclusions: [{ ...X, from_step: 1, to_step: 2 }] })).json();
+    assert.deepEqual(
+      [counts(excluded), times(excluded)],
+      [
+        [1, 1, 1],
+        [null, 2040, 300],
+      ],
+    );
+    // Unordered, the steps listed C, B, A: the same attempt (A at 20, then B, then C).
+    const unordered = (await post(tenant.adminKey, '/v1/funnels', { ...q, steps: [C, B, A], order: 'unordered' })).json();
+    assert.deepEqual(
+      [counts(unordered), times(unordered)],
+      [
+        [1, 1, 1],
+        [null, 3300, 300],
+      ],
+    );
+  });
+});

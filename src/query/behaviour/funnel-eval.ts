@@ -91,7 +91,15 @@ function attempt(events: UnitEvents, s: number, rules: FunnelRules): UnitResult 
   return { reached: times.length, times, entry: s };
 }
 
-export function evaluateUnit(events: UnitEvents, rules: FunnelRules): UnitResult {
+/**
+ * Units with more events than this are evaluated through per-step position lists (indexed
+ * below), which answer each attempt in a few binary searches; smaller ones by scanning, whose
+ * cost (entries × events in the window) stays small below it.
+ */
+export const SCAN_MAX_EVENTS = 64;
+
+export function evaluateUnit(events: UnitEvents, rules: FunnelRules, scanMax = SCAN_MAX_EVENTS): UnitResult {
+  const indexed = events.n > scanMax && rules.order !== 'strict' ? new Positions(events, rules) : undefined;
   let best: UnitResult = { reached: 0, times: [], entry: -1 };
   for (let s = 0; s < events.n; s++) {
     const t = events.t[s]!;
@@ -99,11 +107,107 @@ export function evaluateUnit(events: UnitEvents, rules: FunnelRules): UnitResult
     const steps = events.steps[s]!;
     const entry = rules.order === 'unordered' ? steps !== 0 : has(steps, 0);
     if (!entry) continue;
-    const r = attempt(events, s, rules);
+    const r = indexed ? indexed.attempt(s) : attempt(events, s, rules);
     if (r && r.reached > best.reached) best = r;
     if (best.reached === rules.steps) break;
   }
   return best;
+}
+
+/** The first index in the ascending list xs at or after `from` (xs.length when none). */
+function lowerBound(xs: ArrayLike<number>, from: number, lo = 0): number {
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! < from) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * A big unit's attempts without scanning (not strict: a strict attempt ends at its first other
+ * event, so scanning it is cheap). The same answer as attempt(), step for step: an attempt's next
+ * step is the first event after its last one that the step matches (ordered), or that any step
+ * not done matches (unordered, taking the first of them it matches); every event in between
+ * matches none of those, so it is checked for exclusions, found as "an exclusion event in this
+ * range of indexes"; the attempt stops at its window's end. Each answer is a binary search in
+ * the list of positions of a step (or an exclusion): a unit of tens of thousands of entries (a
+ * bot, a big account) no longer costs entries × events in the window (100k events took ~8 s).
+ */
+class Positions {
+  private readonly steps: Int32Array[];
+  private readonly excl: Int32Array[];
+  constructor(
+    private readonly events: UnitEvents,
+    private readonly rules: FunnelRules,
+  ) {
+    const list = (count: number, bits: ArrayLike<number>) => {
+      const sizes = new Array<number>(count).fill(0);
+      for (let j = 0; j < events.n; j++) for (let i = 0; i < count; i++) if (has(bits[j]!, i)) sizes[i]!++;
+      const lists = sizes.map((size) => new Int32Array(size));
+      const at = new Array<number>(count).fill(0);
+      for (let j = 0; j < events.n; j++) for (let i = 0; i < count; i++) if (has(bits[j]!, i)) lists[i]![at[i]!++] = j;
+      return lists;
+    };
+    this.steps = list(rules.steps, events.steps);
+    this.excl = list(rules.exclusions.length, events.excl);
+  }
+
+  /** Whether an exclusion that counts with `reached` steps done has an event at an index in [lo, hi). */
+  private killed(lo: number, hi: number, reached: number): boolean {
+    if (lo >= hi) return false;
+    return this.rules.exclusions.some((x, i) => {
+      if (reached < x.from || reached >= x.to) return false;
+      const list = this.excl[i]!;
+      const k = lowerBound(list, lo);
+      return k < list.length && list[k]! < hi;
+    });
+  }
+
+  attempt(s: number): UnitResult | null {
+    const { events, rules } = this;
+    const start = events.t[s]!;
+    // The first index past the window (times are in order): events there are never read.
+    const end = start + rules.windowMs;
+    let lim = s + 1;
+    for (let hi = events.n; lim < hi;) {
+      const mid = (lim + hi) >> 1;
+      if (events.t[mid]! > end) hi = mid;
+      else lim = mid + 1;
+    }
+    const times = [start];
+    let done = 0;
+    if (rules.order === 'unordered') {
+      for (let i = 0; i < rules.steps; i++)
+        if (has(events.steps[s]!, i)) {
+          done = 1 << i;
+          break;
+        }
+    }
+    for (let pos = s; times.length < rules.steps;) {
+      // The next event that takes a step: of the next step (ordered), of any step not done (unordered).
+      let next = events.n;
+      for (let i = 0; i < rules.steps; i++) {
+        if (rules.order === 'unordered' ? has(done, i) : i !== times.length) continue;
+        const list = this.steps[i]!;
+        const k = lowerBound(list, pos + 1);
+        if (k < list.length && list[k]! < next) next = list[k]!;
+      }
+      if (this.killed(pos + 1, Math.min(next, lim), times.length)) return null;
+      if (next >= lim) break;
+      if (rules.order === 'unordered') {
+        for (let i = 0; i < rules.steps; i++)
+          if (has(events.steps[next]!, i) && !has(done, i)) {
+            done |= 1 << i;
+            break;
+          }
+      }
+      times.push(events.t[next]!);
+      pos = next;
+    }
+    return { reached: times.length, times, entry: s };
+  }
 }
 
 /** The median of a list of numbers (the mean of the two middle ones for an even count); null when empty. */
