@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
@@ -300,7 +301,13 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
       ),
     );
     const bit = (lo: number, hi: number, i: number) => (i < 32 ? (lo >>> i) & 1 : (hi >>> (i - 32)) & 1) === 1;
-    for (const r of rows) {
+    // Cells counted in flat arrays (c × W + k), not a map keyed by text: a row per distinct pair
+    // of masks (up to one per unit) adds to up to 61 × 61 cells, which keyed by strings took
+    // seconds for recurring daily retention of 200k units.
+    const W = MASK_BUCKETS + 1;
+    const [onCells, reachCells] = [new Float64Array(W * W), new Float64Array(W * W)];
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
       const [c0, c1, a0, a1, n] = [Number(r.c0), Number(r.c1), Number(r.a0), Number(r.a1), Number(r.n)];
       for (let c = 1; c <= MASK_BUCKETS; c++) {
         if (!bit(c0, c1, c)) continue;
@@ -308,11 +315,16 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
         let last = 0;
         for (let k = 1; c + k <= MASK_BUCKETS; k++) {
           if (!bit(a0, a1, c + k)) continue;
-          add(on, c, k, n);
+          onCells[c * W + k]! += n;
           last = k;
         }
-        if (last > 0) add(reach, c, last, n);
+        if (last > 0) reachCells[c * W + last]! += n;
       }
+      if (i % 2000 === 1999) await setImmediate(); // the event loop served between slices of rows
+    }
+    for (let cell = 0; cell < W * W; cell++) {
+      if (onCells[cell]! > 0) on.set(`${Math.floor(cell / W)}:${cell % W}`, onCells[cell]!);
+      if (reachCells[cell]! > 0) reach.set(`${Math.floor(cell / W)}:${cell % W}`, reachCells[cell]!);
     }
     return { sizes, on, reach };
   }
