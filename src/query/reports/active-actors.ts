@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { checkBuckets, FilterProps, head, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
@@ -85,7 +86,11 @@ async function period(q: Queryable, f: Filters) {
   const on = new Uint8Array(span);
   const inBucket = new Uint8Array(labels.length); // active in the bucket (the days before the range too, for lifecycle)
   const within = new Int32Array(labels.length); // active days in the bucket within the range
-  for (const r of rows) {
+  for (let row = 0; row < rows.length; row++) {
+    // The event loop served between slices of rows: a row per distinct (days, first seen), up to
+    // one per active actor, each a pass over the span (~2 s for 300k rows over a year).
+    if (row % 2000 === 1999) await setImmediate();
+    const r = rows[row]!;
     const n = Number(r.n);
     on.fill(0);
     eachWordBit(r.w, (d) => (on[d] = 1));

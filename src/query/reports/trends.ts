@@ -423,6 +423,9 @@ const sum = (xs: Iterable<number>) => {
 async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows: Row[]): Promise<Series[]> {
   const labels = await bucketLabels(q, f);
   const byKey = new Map<string, Series>();
+  // A label's point (its first, as a search would find), without a search per row.
+  const at = new Map<string, number>();
+  labels.forEach((date, k) => at.has(date) || at.set(date, k));
   for (const r of rows) {
     const id = JSON.stringify([r.o, r.k]);
     let one = byKey.get(id);
@@ -434,8 +437,8 @@ async function assemble(q: Queryable, f: Filters, b: Breakdown | undefined, rows
     const counts = { events: Number(r.events), actors: Number(r.actors) };
     if (r.date === null) one.total = counts;
     else {
-      const point = one.data.find((p) => p.date === r.date);
-      if (point) Object.assign(point, counts);
+      const k = at.get(r.date);
+      if (k !== undefined) Object.assign(one.data[k]!, counts);
     }
   }
   if (!b && byKey.size === 0)
