@@ -29,9 +29,10 @@ type Row = { u: string; t: string; m: string; x?: number[]; b?: (string | null)[
 
 /**
  * The µs in text[i, j), a float8's text of seconds (digits, then maybe a point and digits), read
- * digit by digit: no string is cut out per event. The value is within a thousandth of a µs of a
- * whole µs (see `t` below), so the seventh decimal rounds it and later ones cannot matter: the
- * same µs as Math.round(Number(text) * 1e6), which any other text (an exponent) goes through.
+ * digit by digit: no string is cut out per event. The seventh decimal rounds it half up, as
+ * Math.round(Number(text) * 1e6) does (which any other text, an exponent, goes through): the two
+ * could differ only for a value within float error of half a µs, and each is a whole µs to within
+ * thousandths of one (see `t` below) for any range shorter than centuries.
  */
 export function micros(text: string, i: number, j: number): number {
   let us = 0;
@@ -103,7 +104,8 @@ class Columns implements UnitEvents {
   }
   /**
    * Reads a unit's comma-separated lists: times (seconds since the scan's start) as ms since the
-   * epoch, (baseUs + µs) / 1000, and step masks (small integers); answers whether they came in time order.
+   * epoch, (baseUs + µs) / 1000, and step masks (non-negative integers: at most 10 steps, so
+   * below 2^10); answers whether they came in time order.
    */
   read(times: string, masks: string, baseUs: number): boolean {
     let n = 1;
