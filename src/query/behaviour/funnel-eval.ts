@@ -44,6 +44,18 @@ export interface UnitResult {
 
 const has = (mask: number, i: number) => (mask & (1 << i)) !== 0;
 
+/** The first of the funnel's steps a mask holds (its lowest bit below `steps`), or -1. */
+function firstStep(mask: number, steps: number): number {
+  for (let i = 0; i < steps; i++) if (has(mask, i)) return i;
+  return -1;
+}
+
+/** Unordered: the steps done by an entry event, which takes the first step it matches. */
+const entryStep = (mask: number, rules: FunnelRules) => {
+  const first = firstStep(mask, rules.steps);
+  return first < 0 ? 0 : 1 << first;
+};
+
 function excluded(excl: number, reached: number, rules: FunnelRules): boolean {
   if (excl === 0) return false;
   return rules.exclusions.some((x, i) => has(excl, i) && reached >= x.from && reached < x.to);
@@ -55,26 +67,14 @@ function attempt(events: UnitEvents, s: number, rules: FunnelRules): UnitResult 
   const end = start + rules.windowMs;
   const times = [start];
   // Unordered: which steps are done (the entry event takes the first step it matches).
-  let done = 0;
-  if (rules.order === 'unordered') {
-    for (let i = 0; i < rules.steps; i++)
-      if (has(events.steps[s]!, i)) {
-        done = 1 << i;
-        break;
-      }
-  }
+  let done = rules.order === 'unordered' ? entryStep(events.steps[s]!, rules) : 0;
   for (let j = s + 1; j < events.n && times.length < rules.steps; j++) {
     const t = events.t[j]!;
     if (t > end) break;
     const steps = events.steps[j]!;
     const reached = times.length;
     if (rules.order === 'unordered') {
-      let took = -1;
-      for (let i = 0; i < rules.steps; i++)
-        if (has(steps, i) && !has(done, i)) {
-          took = i;
-          break;
-        }
+      const took = firstStep(steps & ~done, rules.steps);
       if (took >= 0) {
         done |= 1 << took;
         times.push(t);
@@ -177,14 +177,7 @@ class Positions {
       else lim = mid + 1;
     }
     const times = [start];
-    let done = 0;
-    if (rules.order === 'unordered') {
-      for (let i = 0; i < rules.steps; i++)
-        if (has(events.steps[s]!, i)) {
-          done = 1 << i;
-          break;
-        }
-    }
+    let done = rules.order === 'unordered' ? entryStep(events.steps[s]!, rules) : 0;
     for (let pos = s; times.length < rules.steps;) {
       // The next event that takes a step: of the next step (ordered), of any step not done (unordered).
       let next = events.n;
@@ -196,13 +189,7 @@ class Positions {
       }
       if (this.killed(pos + 1, Math.min(next, lim), times.length)) return null;
       if (next >= lim) break;
-      if (rules.order === 'unordered') {
-        for (let i = 0; i < rules.steps; i++)
-          if (has(events.steps[next]!, i) && !has(done, i)) {
-            done |= 1 << i;
-            break;
-          }
-      }
+      if (rules.order === 'unordered') done |= 1 << firstStep(events.steps[next]! & ~done, rules.steps);
       times.push(events.t[next]!);
       pos = next;
     }
