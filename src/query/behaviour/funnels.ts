@@ -1,14 +1,14 @@
-import { setImmediate } from 'node:timers/promises';
 import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { echo, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { checkRange, MAX_ROWS, tooLarge, withBudget } from './budget.js';
-import { maskSql, matchSql, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
+import { hasProps, maskSql, matchSql, propsSql, scopeSql, unitSql, type CountBy, type EventMatcher } from './event-sql.js';
 import { evaluateUnit, median, type FunnelOrder, type FunnelRules, type UnitEvents, type UnitResult } from './funnel-eval.js';
 import { periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 import { Params } from '../params.js';
+import { endOfSlice } from '../slices.js';
 
 // Funnels on raw events (docs/behaviour.md): one statement reads the step and exclusion events of
 // the units that entered in the range, identity links applied, as one row per unit holding its
@@ -131,8 +131,6 @@ class Columns implements UnitEvents {
 
 const UNIT_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 604_800_000 } as const;
 const BREAKDOWN_LIMIT = 25;
-/** Units evaluated between two turns of the event loop (about 10–20 ms of CPU at 10M events). */
-const UNITS_PER_SLICE = 1000;
 const HISTOGRAM_BINS = 10;
 
 export interface FunnelRun {
@@ -208,13 +206,13 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
       const key = JSON.stringify([m.category, m.name]);
       const group = names.get(key) ?? { category: m.category, name: m.name, steps: [], excl: [] };
       names.set(key, group);
-      group[list].push([m.properties && Object.keys(m.properties).length > 0 ? m : undefined, bit]);
+      group[list].push([hasProps(m) ? m : undefined, bit]);
     };
     query.steps.forEach((m, i) => add(m, 'steps', i));
     exclusions.forEach((m, i) => add(m, 'excl', i));
     events = [...names.values()]
       .map((g) => {
-        const props = (m: EventMatcher) => `e.properties @> ${p.add(JSON.stringify(m.properties))}::jsonb`;
+        const props = (m: EventMatcher) => propsSql(m, p);
         const mask = (of: Bits) => {
           const constant = of.filter(([m]) => !m).reduce((a, [, bit]) => a | (1 << bit), 0);
           return [String(constant), ...of.flatMap(([m, bit]) => (m ? [`(CASE WHEN ${props(m)} THEN ${1 << bit} ELSE 0 END)`] : []))].join(' + ');
@@ -300,7 +298,7 @@ export async function runFunnel(db: Db, who: Reader, input: FunnelQuery, now: Da
   // which would hold up every other request of the process, ingestion included.
   for (let i = 0; i < rows.length; i++) {
     if (!evaluate(rows[i]!, true)) tied.push(rows[i]!);
-    if (i % UNITS_PER_SLICE === UNITS_PER_SLICE - 1) await setImmediate();
+    await endOfSlice(i);
   }
   if (tied.length > 0) {
     const only = ` AND ${unit.expr} = ANY(${p.add(tied.map((r) => r.u))}::text[])`;

@@ -1,5 +1,5 @@
-import { setImmediate } from 'node:timers/promises';
 import { validationError } from '../../errors.js';
+import { endOfSlice } from '../slices.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
 import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
@@ -303,7 +303,7 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
     const bit = (lo: number, hi: number, i: number) => (i < 32 ? (lo >>> i) & 1 : (hi >>> (i - 32)) & 1) === 1;
     // Cells counted in flat arrays (c × W + k), not a map keyed by text: a row per distinct pair
     // of masks (up to one per unit) adds to up to 61 × 61 cells, which keyed by strings took
-    // seconds for recurring daily retention of 200k units.
+    // seconds for recurring daily retention of 200k units. The event loop is served between slices.
     const W = MASK_BUCKETS + 1;
     const [onCells, reachCells] = [new Float64Array(W * W), new Float64Array(W * W)];
     for (let i = 0; i < rows.length; i++) {
@@ -320,7 +320,7 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
         }
         if (last > 0) reachCells[c * W + last]! += n;
       }
-      if (i % 2000 === 1999) await setImmediate(); // the event loop served between slices of rows
+      await endOfSlice(i);
     }
     for (let cell = 0; cell < W * W; cell++) {
       if (onCells[cell]! > 0) on.set(`${Math.floor(cell / W)}:${cell % W}`, onCells[cell]!);
