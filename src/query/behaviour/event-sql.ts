@@ -44,10 +44,14 @@ export function scopeSql(s: Scope, p: Params, byName = false): string {
   return parts.join(' AND ');
 }
 
+/** Whether a matcher filters by property equality. */
+export const hasProps = (m: EventMatcher): boolean => !!m.properties && Object.keys(m.properties).length > 0;
+
+/** SQL: an event's properties hold the matcher's (property equality). */
+export const propsSql = (m: EventMatcher, p: Params): string => `e.properties @> ${p.add(JSON.stringify(m.properties))}::jsonb`;
+
 export function matchSql(m: EventMatcher, p: Params): string {
-  const base = `e.category = ${p.add(m.category)} AND e.name = ${p.add(m.name)}`;
-  const props = m.properties && Object.keys(m.properties).length > 0 ? ` AND e.properties @> ${p.add(JSON.stringify(m.properties))}::jsonb` : '';
-  return `(${base}${props})`;
+  return `(e.category = ${p.add(m.category)} AND e.name = ${p.add(m.name)}${hasProps(m) ? ` AND ${propsSql(m, p)}` : ''})`;
 }
 
 /** A bit mask of the matchers an event satisfies (bit i for matcher i). */
