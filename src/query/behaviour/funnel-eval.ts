@@ -114,12 +114,11 @@ export function evaluateUnit(events: UnitEvents, rules: FunnelRules, scanMax = S
   return best;
 }
 
-/** The first index in the ascending list xs at or after `from` (xs.length when none). */
-function lowerBound(xs: ArrayLike<number>, from: number, lo = 0): number {
-  let hi = xs.length;
+/** The first index in [lo, hi) of the ascending list xs whose value is at least x (past x when `past`); hi when none. */
+function lowerBound(xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length, past = false): number {
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (xs[mid]! < from) lo = mid + 1;
+    if (xs[mid]! < x || (past && xs[mid] === x)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -169,13 +168,7 @@ class Positions {
     const { events, rules } = this;
     const start = events.t[s]!;
     // The first index past the window (times are in order): events there are never read.
-    const end = start + rules.windowMs;
-    let lim = s + 1;
-    for (let hi = events.n; lim < hi;) {
-      const mid = (lim + hi) >> 1;
-      if (events.t[mid]! > end) hi = mid;
-      else lim = mid + 1;
-    }
+    const lim = lowerBound(events.t, start + rules.windowMs, s + 1, events.n, true);
     const times = [start];
     let done = rules.order === 'unordered' ? entryStep(events.steps[s]!, rules) : 0;
     for (let pos = s; times.length < rules.steps;) {
