@@ -8,7 +8,7 @@ import { exactTime } from '../../storage/rows.js';
 // connection, a statement never interrupted) the writes queued behind a long report run between
 // its statements instead of waiting out its whole scan (docs/embedded-store.md, "A long read").
 // A chunk is the next `rows` events of the tenant in (occurred_at, event_id) order from the range's
-// start, read through the events_by_time index (tenant_id, occurred_at, event_id) with a keyset,
+// start, read through the events_by_time index (leading with tenant_id, occurred_at, event_id) with a keyset,
 // before any other filter: every statement reads at most `rows` events, however selective the
 // filters (a LIMIT after them could scan the whole range to fill one chunk). The caller merges the
 // chunks' partial answers exactly (trends.ts: counts add up, distinct actors as a union).
