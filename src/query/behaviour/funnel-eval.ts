@@ -114,11 +114,21 @@ export function evaluateUnit(events: UnitEvents, rules: FunnelRules, scanMax = S
   return best;
 }
 
-/** The first index in [lo, hi) of the ascending list xs whose value is at least x (past x when `past`); hi when none. */
-function lowerBound(xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length, past = false): number {
+/** The first index in [lo, hi) of the ascending list xs whose value is at least x; hi when none. */
+function lowerBound(xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length): number {
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (xs[mid]! < x || (past && xs[mid] === x)) lo = mid + 1;
+    if (xs[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index in [lo, hi) of the ascending list xs whose value is past x; hi when none. */
+function upperBound(xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! <= x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -168,7 +178,7 @@ class Positions {
     const { events, rules } = this;
     const start = events.t[s]!;
     // The first index past the window (times are in order): events there are never read.
-    const lim = lowerBound(events.t, start + rules.windowMs, s + 1, events.n, true);
+    const lim = upperBound(events.t, start + rules.windowMs, s + 1, events.n);
     const times = [start];
     let done = rules.order === 'unordered' ? entryStep(events.steps[s]!, rules) : 0;
     for (let pos = s; times.length < rules.steps;) {

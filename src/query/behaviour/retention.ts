@@ -1,5 +1,6 @@
+import { setImmediate } from 'node:timers/promises';
 import { validationError } from '../../errors.js';
-import { endOfSlice } from '../slices.js';
+import { sliceEnds } from '../slices.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
 import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
@@ -320,7 +321,7 @@ async function counts(db: Db, ctes: NonNullable<Plan['ctes']>, buckets: number) 
         }
         if (last > 0) reachCells[c * W + last]! += n;
       }
-      await endOfSlice(i);
+      if (sliceEnds(i)) await setImmediate();
     }
     for (let cell = 0; cell < W * W; cell++) {
       if (onCells[cell]! > 0) on.set(`${Math.floor(cell / W)}:${cell % W}`, onCells[cell]!);

@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { checkBuckets, FilterProps, head, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
@@ -5,7 +6,7 @@ import { DAY_MS } from '../scope.js';
 import { actorDays, localActorMonths } from './actor-days.js';
 import { bucketStart, eachWordBit, WORD_DAYS as WORD, wordsText } from './buckets.js';
 import { Params } from '../params.js';
-import { endOfSlice } from '../slices.js';
+import { sliceEnds } from '../slices.js';
 
 // Active actors (docs/reports.md): distinct actors per interval; DAU, WAU and MAU per day, rolling
 // (the 1, 7 and 30 local days ending that day) and exact; stickiness (DAU/MAU, and how many days
@@ -89,7 +90,7 @@ async function period(q: Queryable, f: Filters) {
   for (let row = 0; row < rows.length; row++) {
     // The event loop served between slices of rows: a row per distinct (days, first seen), up to
     // one per active actor, each a pass over the span (~2 s for 300k rows over a year).
-    await endOfSlice(row);
+    if (sliceEnds(row)) await setImmediate();
     const r = rows[row]!;
     const n = Number(r.n);
     on.fill(0);
