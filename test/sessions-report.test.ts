@@ -92,6 +92,20 @@ describe('sessions', () => {
     ]);
   });
 
+  it('GET /v1/sessions/stats in a zone: local days and weeks', async () => {
+    // Honolulu is UTC−10: the starts fall at 00:00 and 01:00 on 2 March, 23:00 on 2 March (09:00Z
+    // on the 3rd), 02:00 and 22:00 on 3 March; its 2–5 March holds all five.
+    const days = await ok(`/v1/sessions/stats?${RANGE}&tz=Pacific/Honolulu`);
+    assert.equal(days.sessions, 5);
+    assert.deepEqual(days.data, [
+      { date: '2026-03-02', sessions: 3 },
+      { date: '2026-03-03', sessions: 2 },
+      { date: '2026-03-04', sessions: 0 },
+    ]);
+    const weeks = await ok(`/v1/sessions/stats?${RANGE}&tz=Pacific/Honolulu&interval=week`);
+    assert.deepEqual(weeks.data, [{ date: '2026-03-02', sessions: 5 }]);
+  });
+
   it('GET /v1/sessions/release-health: crash-free sessions and actors and adoption per version', async () => {
     const body = await ok(`/v1/sessions/release-health?${RANGE}`);
     // 1.0: 3 sessions (1 crashed) by u1, u2 (u2 crashed): 1 − 1/3 = 66.6667 %, 1 − 1/2 = 50 %;
