@@ -9,7 +9,7 @@ import type { UnitEvents } from './funnel-eval.js';
  * digit by digit: no string is cut out per event. The seventh decimal rounds it half up, as
  * Math.round(Number(text) * 1e6) does (which any other text, an exponent, goes through): the two
  * could differ only for a value within float error of half a µs, and each is a whole µs to within
- * thousandths of one (see `t` below) for any range shorter than centuries.
+ * thousandths of one (see where funnels.ts selects `t`) for any range shorter than centuries.
  */
 function micros(text: string, i: number, j: number): number {
   let us = 0;
