@@ -114,25 +114,19 @@ export function evaluateUnit(events: UnitEvents, rules: FunnelRules, scanMax = S
   return best;
 }
 
-/** The first index in [lo, hi) of the ascending list xs whose value is at least x; hi when none. */
-function lowerBound(xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length): number {
+/** The first index in [lo, hi) of the ascending list xs whose value is at least x (past x when `past`); hi when none. */
+function bound(xs: ArrayLike<number>, x: number, lo: number, hi: number, past: boolean): number {
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (xs[mid]! < x) lo = mid + 1;
+    if (xs[mid]! < x || (past && xs[mid] === x)) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
-
-/** The first index in [lo, hi) of the ascending list xs whose value is past x; hi when none. */
-function upperBound(xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length): number {
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (xs[mid]! <= x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+/** The first index in [lo, hi) whose value is at least x. */
+const lowerBound = (xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length) => bound(xs, x, lo, hi, false);
+/** The first index in [lo, hi) whose value is past x. */
+const upperBound = (xs: ArrayLike<number>, x: number, lo = 0, hi = xs.length) => bound(xs, x, lo, hi, true);
 
 /**
  * A big unit's attempts without scanning (not strict: a strict attempt ends at its first other
