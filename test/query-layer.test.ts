@@ -43,6 +43,8 @@ describe('query layer', () => {
     const tenant = await tenantWithProduct(t.app, 'business');
     assertBad(await get(t.app, tenant.adminKey, '/v1/accounts?limit=5&colour=red'), 'colour');
     assertBad(await get(t.app, tenant.adminKey, '/v1/exceptions?produkt=app'), 'produkt');
+    assertBad(await get(t.app, tenant.adminKey, '/v1/exceptions?product='), 'product');
+    assertBad(await get(t.app, tenant.adminKey, '/v1/exceptions?version='), 'version');
     assertBad(await get(t.app, tenant.adminKey, '/v1/accounts/coverage?x=1'), 'x');
     assert.equal((await get(t.app, tenant.adminKey, '/v1/exceptions?product=app&limit=5')).statusCode, 200);
   });
@@ -59,6 +61,11 @@ describe('query layer', () => {
     assert.equal(resolveRange({}, now).from.toISOString(), '2026-02-09T00:00:00.000Z', 'default 30d in UTC');
     const r = resolveRange({ from: '2026-01-01', to: '2026-01-02', tz: 'Asia/Tokyo', interval: 'hour' }, now);
     assert.deepEqual([r.from.toISOString(), r.to.toISOString(), r.interval], ['2025-12-31T15:00:00.000Z', '2026-01-01T15:00:00.000Z', 'hour']);
+    // A date-time without an offset is wall time in tz, whatever the host's zone; one with an offset is that instant.
+    const wall = resolveRange({ from: '2026-11-01T09:30', to: '2026-11-02T00:00:00.250', tz: 'Asia/Kolkata' }, now);
+    assert.deepEqual([wall.from.toISOString(), wall.to.toISOString()], ['2026-11-01T04:00:00.000Z', '2026-11-01T18:30:00.250Z']);
+    const given = resolveRange({ from: '2026-11-01T09:30+02:00', to: '2026-11-02T00:00:00Z', tz: 'Asia/Kolkata' }, now);
+    assert.deepEqual([given.from.toISOString(), given.to.toISOString()], ['2026-11-01T07:30:00.000Z', '2026-11-02T00:00:00.000Z']);
     const field = (p: Parameters<typeof resolveRange>[0]) => {
       try {
         resolveRange(p, now);
@@ -72,6 +79,8 @@ describe('query layer', () => {
     assert.equal(field({ range: '0d' }), 'range');
     assert.equal(field({ range: '9999d' }), 'range');
     assert.equal(field({ from: '2026-02-30T25:00:00Z' }), 'from');
+    assert.equal(field({ from: '2026-02-01T24:00' }), 'from');
+    assert.equal(field({ from: '2026-02-01T10:60' }), 'from');
     assert.equal(field({ from: '2026-01-02', to: '2026-01-01' }), 'from');
     assert.equal(field({ interval: 'fortnight' }), 'interval');
   });

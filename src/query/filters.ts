@@ -22,7 +22,12 @@ export const FilterProps = {
   range: Type.Optional(
     Type.String({ maxLength: 8, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month` (this calendar month so far); default 30d' }),
   ),
-  from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time; a bare date is local midnight in tz. Not with range' })),
+  from: Type.Optional(
+    Type.String({
+      maxLength: 40,
+      description: 'ISO 8601 date or date-time; a bare date is local midnight in tz, a date-time without an offset is wall time in tz. Not with range',
+    }),
+  ),
   to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time (exclusive); default now' })),
   tz: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone name; default UTC' })),
   interval: Type.Optional(Type.Enum(['hour', 'day', 'week', 'month'], { description: 'bucket width; weeks start on Monday; default day' })),

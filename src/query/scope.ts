@@ -96,12 +96,15 @@ function offsetMs(at: Date, tz: string): number {
   return wall - Math.floor(at.getTime() / 1000) * 1000;
 }
 
-/** Midnight that starts the local calendar day `y-m-d` in tz. */
-export function zonedMidnight(y: number, m: number, d: number, tz: string): Date {
-  const guess = Date.UTC(y, m - 1, d);
+/** The instant a local wall time reads in tz (midnight unless given), whatever the host's own zone. */
+export function zonedTime(y: number, m: number, d: number, tz: string, h = 0, mi = 0, s = 0, ms = 0): Date {
+  const guess = Date.UTC(y, m - 1, d, h, mi, s, ms);
   const first = guess - offsetMs(new Date(guess), tz);
   return new Date(guess - offsetMs(new Date(first), tz));
 }
+
+/** Midnight that starts the local calendar day `y-m-d` in tz. */
+export const zonedMidnight = (y: number, m: number, d: number, tz: string): Date => zonedTime(y, m, d, tz);
 
 /** The local calendar date of `at` in tz. */
 export function localDate(at: Date, tz: string): Ymd {
@@ -109,16 +112,17 @@ export function localDate(at: Date, tz: string): Ymd {
   return { y: local.getUTCFullYear(), m: local.getUTCMonth() + 1, d: local.getUTCDate() };
 }
 
-/**
- * `range` (`Nd`: the N local days ending today, today included; `24h`; `month`: this calendar
- * month so far) or `from` / `to` (ISO 8601; a bare date is local midnight in tz). Default 30d.
- */
 /** A valid zone name in its canonical spelling when it differs only in case (`utc` is `UTC`, `europe/berlin` is `Europe/Berlin`). */
 function zoneSpelling(tz: string): string {
   const resolved = new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
   return resolved.toLowerCase() === tz.toLowerCase() ? resolved : tz;
 }
 
+/**
+ * `range` (`Nd`: the N local days ending today, today included; `24h`; `month`: this calendar
+ * month so far) or `from` / `to` (ISO 8601; a bare date is local midnight in tz, a date-time
+ * without an offset is wall time in tz). Default 30d.
+ */
 export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date; tz: string; interval: Interval } {
   if (!validTimeZone(p.tz ?? 'UTC')) throw validationError([{ field: 'tz', message: 'not an IANA time zone name' }]);
   const tz = zoneSpelling(p.tz ?? 'UTC');
@@ -127,8 +131,16 @@ export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date;
   if (p.range !== undefined && (p.from !== undefined || p.to !== undefined))
     throw validationError([{ field: 'range', message: 'give range or from/to, not both' }]);
   const point = (field: 'from' | 'to', v: string): Date => {
-    const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
-    const at = date ? zonedMidnight(Number(date[1]), Number(date[2]), Number(date[3]), tz) : /^\d{4}-\d{2}-\d{2}T/.test(v) ? new Date(v) : new Date(NaN);
+    // A bare date, or a date-time without an offset (`Z` or ±hh:mm), is read in tz, not in the host's zone (what `new Date` would do).
+    const local = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3})\d*)?)?)?$/.exec(v);
+    const [h, mi, s] = [Number(local?.[4] ?? 0), Number(local?.[5] ?? 0), Number(local?.[6] ?? 0)];
+    const at = local
+      ? h > 23 || mi > 59 || s > 59
+        ? new Date(NaN)
+        : zonedTime(Number(local[1]), Number(local[2]), Number(local[3]), tz, h, mi, s, Number((local[7] ?? '0').padEnd(3, '0')))
+      : /^\d{4}-\d{2}-\d{2}T/.test(v)
+        ? new Date(v)
+        : new Date(NaN);
     // A calendar date that does not exist (Feb 30) is refused, not rolled over into the next month.
     const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(v);
     const real = ymd !== null && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0];

@@ -12,7 +12,9 @@ export const ScopeFields = {
   range: Type.Optional(
     Type.String({ maxLength: 16, description: '`Nd` (the N local days ending today, 1–730), `24h` or `month`; default 30d; not with from/to' }),
   ),
-  from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601; a bare date is local midnight in tz' })),
+  from: Type.Optional(
+    Type.String({ maxLength: 40, description: 'ISO 8601; a bare date is local midnight in tz, a date-time without an offset is wall time in tz' }),
+  ),
   to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601, exclusive; default now' })),
   tz: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, default UTC' })),
   interval: Type.Optional(Type.Enum(['hour', 'day', 'week', 'month'], { description: 'periods of the trends (default day); weeks start on Monday' })),
