@@ -136,6 +136,9 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     const a = await tenantWithProduct(t.app, 'business');
     const b = await tenantWithProduct(t.app, 'business');
     assert.equal((await t.app.inject({ method: 'DELETE', url: '/v1/actors/x', headers: { authorization: `Bearer ${a.ingestKey}` } })).statusCode, 403);
+    const misspelt = await t.app.inject({ method: 'DELETE', url: '/v1/actors/x?bogus=1', headers: { authorization: `Bearer ${a.adminKey}` } });
+    assert.equal(misspelt.statusCode, 400, 'an unknown parameter is refused before anything is queued');
+    assert.equal(misspelt.json().errors[0].field, 'bogus');
     const res = await t.app.inject({ method: 'DELETE', url: '/v1/actors/x', headers: { authorization: `Bearer ${a.adminKey}` } });
     assert.equal((await get(t.app, b.adminKey, res.json().status_url)).statusCode, 404);
     assert.equal((await get(t.app, a.adminKey, '/v1/actor-erasures/not-a-uuid')).statusCode, 404);

@@ -23,6 +23,8 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
     '/v1/actors/:actorId',
     {
       onRequest: canManage,
+      // A misspelt parameter on an erasure is refused before anything is queued.
+      preValidation: noParams,
       schema: {
         summary: "Erase an actor's data",
         description:
