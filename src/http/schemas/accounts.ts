@@ -152,8 +152,8 @@ export const Coverage = Type.Object({
 });
 
 export const ExceptionQuery = Type.Object({
-  product: Type.Optional(Type.String({ maxLength: 256, description: 'product id or slug' })),
-  version: Type.Optional(Type.String({ maxLength: 128, description: 'a product_version, or `latest` (needs product)' })),
+  product: FilterProps.product,
+  version: FilterProps.version,
   severity: Type.Optional(Type.Enum(['fatal', 'non_fatal'])),
   range: FilterProps.range,
   from: FilterProps.from,
