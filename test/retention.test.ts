@@ -182,6 +182,13 @@ describe('retention', () => {
     assert.deepEqual([refused.statusCode, refused.json().code], [402, 'plan_limit_reached']);
     const unknown = await post(tenant.adminKey, '/v1/retention', { ...base, bogus: 1 });
     assert.deepEqual([unknown.statusCode, unknown.json().code], [400, 'validation_error']);
+    const interval = await post(tenant.adminKey, '/v1/retention', { ...base, period: 'week', interval: 'hour' });
+    assert.deepEqual(
+      [interval.statusCode, interval.json().errors?.[0]?.field],
+      [400, 'interval'],
+      'an interval that is not the period is refused, not ignored',
+    );
+    assert.equal((await post(tenant.adminKey, '/v1/retention', { ...base, period: 'week', interval: 'week' })).statusCode, 200);
   });
 });
 

@@ -239,6 +239,9 @@ async function plan(db: Db, who: Reader, q: RetentionQuery, now: Date): Promise<
   const tenant = who.tenant;
   if (q.count_by === 'account') requireFeature(tenant, 'account_context');
   const period: Interval = q.period ?? 'week';
+  // Retention's periods are `period`; an `interval` that says otherwise would be silently ignored.
+  if (q.interval !== undefined && q.interval !== period)
+    throw validationError([{ field: 'interval', message: `retention's periods are set by period (${period})` }]);
   const n = q.periods ?? 8;
   const type = q.type ?? 'first_time';
   const by = q.count_by ?? 'actor';
