@@ -111,6 +111,24 @@ describe('funnels', () => {
     assert.ok(body.refreshed_at);
   });
 
+  it('as CSV (Accept: text/csv): one row per step, the range in headers', async () => {
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, exclusions: [{ ...X, from_step: 1, to_step: 2 }] }, { accept: 'text/csv' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(String(res.headers['content-type']), /^text\/csv/);
+    assert.equal(res.headers['x-range-from'], '2026-03-02T00:00:00.000Z');
+    const lines = res.body.trimEnd().split('\r\n');
+    assert.equal(
+      lines[0],
+      'series,breakdown_value,step,category,name,count,conversion_from_first,conversion_from_previous,dropped,drop_off,median_seconds,average_seconds',
+    );
+    // The same numbers as the JSON answer above (by hand): 9 → 7 → 4.
+    assert.deepEqual(
+      lines.slice(1).map((l) => l.split(',').slice(0, 6).join(',')),
+      ['all,,1,ui,open,9', 'all,,2,ui,signup,7', 'all,,3,ui,pay,4'],
+    );
+    assert.equal(lines[2]!.split(',').slice(6).join(','), '0.7778,0.7778,2,0.2222,1200,1071.429');
+  });
+
   it('without the exclusion u8 converts', async () => {
     const res = await post(tenant.adminKey, '/v1/funnels', base);
     assert.deepEqual(counts(res.json()), [10, 8, 5]);

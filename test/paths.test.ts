@@ -58,6 +58,14 @@ describe('paths', () => {
     );
   });
 
+  it('as CSV: one row per path, its steps as category/name columns, empty where it ended', async () => {
+    const url = '/v1/paths?category=ui&name=open&steps=2&from=2026-03-02&to=2026-03-03';
+    const res = await t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(String(res.headers['content-type']), /^text\/csv/);
+    assert.equal(res.body, 'rank,step_1,step_2,occurrences,actors\r\n1,ui/search,ui/view,3,3\r\n2,ui/view,,1,1\r\n3,,,1,1\r\n');
+  });
+
   it('the previous event before view', async () => {
     const res = await get(t.app, tenant.adminKey, '/v1/paths?category=ui&name=view&steps=1&direction=previous&from=2026-03-02&to=2026-03-03');
     // p1, p2 and user-4 searched right before; p3 opened.

@@ -95,6 +95,21 @@ describe('retention', () => {
     assert.deepEqual([wk1!.size, on(wk1!), onOrAfter(wk1!)], [2, [2, 2, 0, 0], [2, 2, 0, 0]]);
   });
 
+  it('as CSV: the matrix in long form, one row per cohort and period', async () => {
+    const res = await post(tenant.adminKey, '/v1/retention', base, { accept: 'text/csv' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(String(res.headers['content-type']), /^text\/csv/);
+    const lines = res.body.trimEnd().split('\r\n');
+    assert.equal(lines[0], 'cohort_start,size,period,count,percentage,count_on_or_after,percentage_on_or_after');
+    // wk0 as above by hand: 4, 2, 1, 1 on; 4, 3, 2, 1 on or after.
+    assert.deepEqual(lines.slice(1, 5), [
+      '2026-03-02T00:00:00.000Z,4,0,4,1,4,1',
+      '2026-03-02T00:00:00.000Z,4,1,2,0.5,3,0.75',
+      '2026-03-02T00:00:00.000Z,4,2,1,0.25,2,0.5',
+      '2026-03-02T00:00:00.000Z,4,3,1,0.25,1,0.25',
+    ]);
+  });
+
   it('any start event by default gives the same cohorts here (each actor’s first event is an open), from the read model', async () => {
     const { start_event: _s, ...rest } = base;
     const res = await post(tenant.adminKey, '/v1/retention', rest);

@@ -86,3 +86,32 @@ export function activeRows(a: ActiveLike): Row[] {
   for (const r of [...a.data, ...a.lifecycle, ...a.rolling]) rows.set(String(r.date), { ...rows.get(String(r.date)), ...r });
   return [...rows.values()].sort((x, y) => String(x.date).localeCompare(String(y.date)));
 }
+
+interface FunnelLike {
+  steps: Row[];
+  breakdown: { value: string | null; steps: Row[] }[] | null;
+}
+/** A funnel: one row per step, the whole funnel's first (`series` all), then each breakdown value's. */
+export const funnelRows = (a: FunnelLike): Row[] => [
+  ...a.steps.map((s) => ({ series: 'all', breakdown_value: null, ...s })),
+  ...(a.breakdown ?? []).flatMap((b) => b.steps.map((s) => ({ series: 'breakdown', breakdown_value: b.value, ...s }))),
+];
+
+interface RetentionLike {
+  cohorts: { cohort_start: string; size: number; values: Row[] }[];
+}
+/** A retention matrix in long form: one row per (cohort, period k), which a spreadsheet pivots. */
+export const retentionRows = (a: RetentionLike): Row[] => a.cohorts.flatMap((c) => c.values.map((v) => ({ cohort_start: c.cohort_start, size: c.size, ...v })));
+
+interface PathsLike {
+  steps: number;
+  paths: { events: { category: string; name: string }[]; occurrences: number; actors: number }[];
+}
+/** Paths: one row per path, its K events as step_1 … step_K (category/name; empty where the path ended). */
+export const pathRows = (a: PathsLike): Row[] =>
+  a.paths.map((p, i) => ({
+    rank: i + 1,
+    ...Object.fromEntries(Array.from({ length: a.steps }, (_, k) => [`step_${k + 1}`, p.events[k] ? `${p.events[k].category}/${p.events[k].name}` : null])),
+    occurrences: p.occurrences,
+    actors: p.actors,
+  }));

@@ -4,6 +4,7 @@ import { funnelActorsPage, funnelUnitIds, idsCsv } from '../../query/behaviour/d
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { funnel } from '../../query/behaviour/funnels.js';
 import type { App, AppContext } from '../context.js';
+import { answer, funnelRows } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -39,7 +40,7 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
     {
       ...on,
       schema: {
-        summary: 'A funnel: per step count, conversion, drop-off and time to convert; trends, histogram, breakdown',
+        summary: 'A funnel: per step count, conversion, drop-off and time to convert; trends, histogram, breakdown; steps as CSV with Accept: text/csv',
         description:
           'Units (actors with identity links applied, sessions or accounts) enter with a step-1 event in the range; later steps count within the conversion window from the entry, even past the range’s end. Each unit counts once, by its furthest attempt (the earliest on a tie). Exact, on raw events. docs/behaviour.md.',
         tags,
@@ -48,7 +49,7 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.FunnelResult, ...errors },
       },
     },
-    async (request) => funnel(ctx.db, principalOf(request), request.body, ctx.now()),
+    async (request, reply) => answer(request, reply, 'funnel', await funnel(ctx.db, principalOf(request), request.body, ctx.now()), funnelRows),
   );
 
   app.post(

@@ -1,6 +1,7 @@
 import { paths } from '../../query/behaviour/paths.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
+import { answer, pathRows } from '../csv.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
@@ -19,7 +20,7 @@ export function pathRoutes(app: App, ctx: AppContext): void {
           throw forbidden('view_accounts');
       },
       schema: {
-        summary: 'The most common K events after (or before) an event, top N',
+        summary: 'The most common K events after (or before) an event, top N; CSV with Accept: text/csv',
         description: 'Per actor (identity links applied), over the range. docs/behaviour.md.',
         tags: ['behaviour'],
         security: [{ bearer: [] }],
@@ -27,6 +28,6 @@ export function pathRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.PathsResult, ...problems(400, 401, 402, 403, 404, 422) },
       },
     },
-    async (request) => paths(ctx.db, principalOf(request), request.query, ctx.now()),
+    async (request, reply) => answer(request, reply, 'paths', await paths(ctx.db, principalOf(request), request.query, ctx.now()), pathRows),
   );
 }

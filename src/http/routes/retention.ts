@@ -3,6 +3,7 @@ import { retention, retentionUnitIds } from '../../query/behaviour/retention.js'
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { echo } from '../../query/scope.js';
 import type { App, AppContext } from '../context.js';
+import { answer, retentionRows } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -23,7 +24,8 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
     {
       ...on,
       schema: {
-        summary: 'A retention matrix: cohorts by start event, counts and percentages per period, on and on-or-after',
+        summary:
+          'A retention matrix: cohorts by start event, counts and percentages per period, on and on-or-after; CSV (one row per cell) with Accept: text/csv',
         description: 'Exact, on raw events, in the query’s time zone. docs/behaviour.md.',
         tags,
         security,
@@ -31,7 +33,7 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
         response: { 200: S.RetentionResult, ...errors },
       },
     },
-    async (request) => retention(ctx.db, principalOf(request), request.body, ctx.now()),
+    async (request, reply) => answer(request, reply, 'retention', await retention(ctx.db, principalOf(request), request.body, ctx.now()), retentionRows),
   );
 
   app.post(
