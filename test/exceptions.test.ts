@@ -283,6 +283,23 @@ describe('exception validation', () => {
     assert.equal((await rows(tenant.id)).length, 0);
   });
 
+  it('BAD-INPUTS 9: 1e400 in breadcrumbs or environment_context answers 422 naming it, never stored as null; 2^63 there is kept as its double', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    for (const [field, json, named] of [
+      ['environment_context', '{"os": "linux", "n": 1e400}', 'environment_context.n'],
+      ['breadcrumbs', '[{"message": "m", "data": {"n": -1e400}}]', 'breadcrumbs[0].data.n'],
+      ['breadcrumbs', '[1e400]', 'breadcrumbs[0]'],
+    ] as const) {
+      const res = await send(tenant.ingestKey, withRawField(field, json));
+      assertProblem(res, 422);
+      assert.equal(res.json().errors[0].field, named, res.body);
+    }
+    assert.equal((await rows(tenant.id)).length, 0);
+    const big = await send(tenant.ingestKey, withRawField('breadcrumbs', '[{"message": "m", "data": {"id": 9223372036854775808}}]'));
+    assert.equal(big.statusCode, 200, 'the crash is kept: a breadcrumb is free-form context, not a property');
+    assert.deepEqual((await rows(tenant.id))[0]!.breadcrumbs, [{ message: 'm', data: { id: 2 ** 63 } }]);
+  });
+
   it('strict mode on: an unregistered version answers 422 UNREGISTERED_VERSION and the exception is not recorded', async () => {
     const tenant = await tenantWithProduct(t.app);
     const patch = await t.app.inject({

@@ -29,8 +29,11 @@ export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeo
 
 /**
  * Walks any JSON value for what no record may carry: keys that could pollute a prototype,
- * nesting past 32 levels, strings PostgreSQL cannot store. `skip` names top-level keys whose
- * own rules judge them (account_id, license_id), so they get their specific code.
+ * nesting past 32 levels, strings PostgreSQL cannot store, numbers past a double's range (1e400).
+ * Integers beyond 2^53 are judged where they are properties (checkProperties); in an exception's
+ * free-form context (breadcrumbs, environment_context) they are kept as the double they parse to.
+ * `skip` names top-level keys whose own rules judge them (account_id, license_id), so they get
+ * their specific code.
  */
 export function findHostileContent(value: unknown, path: string, depth = 0, skip?: ReadonlySet<string>): Problem {
   const found = hostile(value, depth, skip);
@@ -54,6 +57,8 @@ function hostile(value: unknown, depth: number, skip?: ReadonlySet<string>): Fou
   if (typeof value === 'string') {
     return isStorableString(value) ? undefined : { message: 'contains a NUL character or a lone surrogate', path: [] };
   }
+  // 1e400 parses to Infinity, which JSON (and jsonb) would hold as null: refused, never stored silently as null.
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { message: 'number out of range', path: [] };
   if (typeof value !== 'object' || value === null) return undefined;
   if (depth >= LIMITS.depth) return { message: `nesting deeper than ${LIMITS.depth} levels`, path: [] };
   if (Array.isArray(value)) {
@@ -69,7 +74,7 @@ function hostile(value: unknown, depth: number, skip?: ReadonlySet<string>): Fou
     if (HOSTILE_KEYS.has(key)) return { message: `the key "${key}" is not allowed`, path: [key] };
     if (depth === 0 && skip?.has(key)) continue;
     const v = (value as Record<string, unknown>)[key];
-    if (typeof v === 'number' || typeof v === 'boolean') continue;
+    if (typeof v === 'boolean') continue;
     const found = hostile(v, depth + 1);
     if (found) return (found.path.push(key), found);
   }
