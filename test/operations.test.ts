@@ -2,11 +2,12 @@
 // a real PostgreSQL client pointed at a port where nothing listens, not a mock.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/app.js';
 import { DEFAULT_PLANS } from '../src/domain/plans.js';
 import { openDb } from '../src/storage/db.js';
-import { event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, countStored, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -88,4 +89,54 @@ describe('operations', () => {
     assert.ok(Number(res.headers['retry-after']) >= 1);
     await other.app.close();
   });
+
+  it(
+    'BAD-INPUTS 41: a batch whose write waits past the statement timeout is 503 store_unavailable with Retry-After, never a 500 or a 422; nothing is stored, and the retry is stored and counted once',
+    { skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL not set: the statement timeout is PostgreSQL’s' },
+    async () => {
+      // The tenant is made, and the retry sent, through the suite's app (the default 15 s timeout);
+      // only the blocked batch goes through an app whose statements are cancelled after 1 s.
+      const tenant = await tenantWithProduct(t.app);
+      const db = await openDb({ databaseUrl: process.env.TEST_DATABASE_URL, poolSize: 2, statementTimeoutMs: 1000 });
+      const slow = await startTestApp({ db });
+      const blocker = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await blocker.connect();
+      try {
+        const batch = [event(), event(), event()];
+        // Another transaction has written one of the batch's (tenant, event_id) keys and not yet
+        // committed: the batch's INSERT … ON CONFLICT must wait for it to commit or roll back, so
+        // it waits past the statement timeout and the server cancels it (57014). Only this test's
+        // tenant's rows are touched; every other writer goes on.
+        await blocker.query('BEGIN');
+        await blocker.query(
+          `INSERT INTO events (tenant_id, event_id, product_id, product_version, category, name, occurred_at, received_at, actor_id)
+           VALUES ($1, $2, $3, '1.0.0', 'ui', 'click', now(), now(), 'actor-1')`,
+          [tenant.id, batch[1]!.event_id, tenant.productId],
+        );
+        const res = await postEvents(slow.app, tenant.ingestKey, batch);
+        await blocker.query('ROLLBACK');
+        assert.equal(res.statusCode, 503, res.body);
+        assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+        assert.deepEqual([res.json().status, res.json().code], [503, 'store_unavailable']);
+        assert.ok(Number(res.headers['retry-after']) >= 1, `Retry-After: ${res.headers['retry-after']}`);
+        assert.equal(res.headers['access-control-allow-origin'], '*');
+        assert.equal(await countStored(t.db, tenant.id), 0, 'nothing of the refused batch is stored');
+
+        const retry = await postEvents(t.app, tenant.ingestKey, batch);
+        assert.equal(retry.statusCode, 200, retry.body);
+        assert.deepEqual(
+          retry.json().results.map((r: { status: string; duplicate?: true }) => [r.status, r.duplicate ?? false]),
+          batch.map(() => ['accepted', false]),
+        );
+        assert.equal(await countStored(t.db, tenant.id), batch.length);
+        const usage = await t.app.inject({ url: `/admin/v1/tenants/${tenant.id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        assert.equal(usage.json().usage.events, batch.length, 'counted once');
+      } finally {
+        await blocker.query('ROLLBACK').catch(() => undefined);
+        await blocker.end();
+        await slow.close();
+        await db.close();
+      }
+    },
+  );
 });

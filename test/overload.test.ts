@@ -2,9 +2,41 @@
 // set below what the process uses, and an event loop blocked by a busy loop.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { event, openTestDb, postEvents, startTestApp, tenantWithProduct } from './helpers/app.js';
+import type { App } from '../src/http/context.js';
+import { event, openTestDb, post, postEvents, startTestApp, tenantWithProduct } from './helpers/app.js';
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A valid request to each ingestion route besides /v1/events: a session start and end, an exception, an identify call. */
+function recordRequests(app: App, key: string) {
+  const at = new Date(Date.now() - 60_000).toISOString();
+  const product = { product: 'app', product_version: '1.0.0' };
+  const sessionId = crypto.randomUUID();
+  return {
+    '/v1/events/sessions': () => post(app, key, '/v1/events/sessions', { session_id: sessionId, actor_id: 'a', started_at: at, ...product }),
+    '/v1/events/sessions/end': () => post(app, key, '/v1/events/sessions/end', { session_id: sessionId, ended_at: at, end_reason: 'normal', ...product }),
+    '/v1/events/exceptions': () =>
+      post(app, key, '/v1/events/exceptions', {
+        exception_id: crypto.randomUUID(),
+        exception_type: 'E',
+        severity: 'fatal',
+        occurred_at: at,
+        actor_id: 'a',
+        ...product,
+      }),
+    '/v1/actors/identify': () =>
+      post(app, key, '/v1/actors/identify', { anonymous_actor_id: crypto.randomUUID(), identified_actor_id: 'u', identified_at: at, ...product }),
+  };
+}
+
+/** A 503 overloaded problem with Retry-After and, the way every ingestion route's errors are, the CORS headers. */
+function assertShed(res: { statusCode: number; headers: Record<string, unknown>; body: string }, what: string) {
+  assert.equal(res.statusCode, 503, `${what}: ${res.body}`);
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, what);
+  assert.equal(JSON.parse(res.body).code, 'overloaded', what);
+  assert.ok(Number(res.headers['retry-after']) >= 1, what);
+  assert.equal(res.headers['access-control-allow-origin'], '*', what);
+}
 
 describe('overload protection', () => {
   it('BAD-INPUTS 43: a heap past its limit turns ingestion and readiness into 503 with Retry-After; liveness stays up', async () => {
@@ -23,6 +55,21 @@ describe('overload protection', () => {
       assert.equal((await pressed.app.inject('/readyz')).statusCode, 503);
       assert.equal((await pressed.app.inject('/healthz')).statusCode, 200);
       assert.equal((await pressed.app.inject('/metrics')).statusCode, 200);
+    } finally {
+      await pressed.close();
+      await db.close();
+    }
+  });
+
+  it('BAD-INPUTS 43: a heap past its limit turns the session start, session end, exception and identify routes into 503 overloaded too', async () => {
+    const db = await openTestDb();
+    const normal = await startTestApp({ db });
+    const tenant = await tenantWithProduct(normal.app);
+    await normal.close();
+    const pressed = await startTestApp({ db, env: { MAX_HEAP_USED_BYTES: '1' } });
+    try {
+      await settle(400); // one sample of the heap
+      for (const [route, send] of Object.entries(recordRequests(pressed.app, tenant.ingestKey))) assertShed(await send(), route);
     } finally {
       await pressed.close();
       await db.close();
@@ -64,6 +111,72 @@ describe('overload protection', () => {
       assert.equal((await t.app.inject('/healthz')).statusCode, 200);
       await settle(1500); // the delay histogram resets at the next samples
       assert.equal((await postEvents(t.app, tenant.ingestKey, [event()])).statusCode, 200);
+    } finally {
+      await t.close();
+      await db.close();
+    }
+  });
+
+  it('BAD-INPUTS 43: a blocked event loop turns readiness and the session start, session end, exception and identify routes into 503 overloaded; liveness and metrics stay up; all recover', async () => {
+    const db = await openTestDb();
+    const normal = await startTestApp({ db });
+    const tenant = await tenantWithProduct(normal.app);
+    await normal.close();
+    const t = await startTestApp({ db, env: { MAX_EVENT_LOOP_DELAY_MS: '100', OVERLOAD_SUSTAIN_MS: '500' } });
+    try {
+      let ready = 0;
+      for (let waited = 0; ready !== 200 && waited < 5000; waited += 100) {
+        await settle(100);
+        ready = (await t.app.inject('/readyz')).statusCode;
+      }
+      assert.equal(ready, 200, 'ready once start-up is behind it');
+      // The same saturation as above, held until every answer is in: the loop stays overloaded
+      // for as long as the requests below are being answered.
+      let saturating = true;
+      const saturated = (async () => {
+        while (saturating) {
+          const until = Date.now() + 200;
+          while (Date.now() < until) {
+            // busy
+          }
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      const routes = recordRequests(t.app, tenant.ingestKey);
+      let answers;
+      try {
+        await settle(800);
+        answers = await Promise.all([
+          t.app.inject('/readyz'),
+          ...Object.values(routes).map((send) => send()),
+          t.app.inject('/healthz'),
+          t.app.inject('/metrics'),
+        ]);
+      } finally {
+        saturating = false;
+        await saturated;
+      }
+      const [readyz, ...rest] = answers;
+      const [healthz, metrics] = rest.splice(-2);
+      assert.equal(readyz!.statusCode, 503, readyz!.body);
+      assert.equal(readyz!.json().code, 'overloaded');
+      assert.ok(Number(readyz!.headers['retry-after']) >= 1);
+      Object.keys(routes).forEach((route, i) => assertShed(rest[i]!, route));
+      assert.equal(healthz!.statusCode, 200);
+      assert.equal(metrics!.statusCode, 200);
+
+      // Once the loop is free the next samples are under the limit: ready again, and the same requests are served.
+      ready = 0;
+      for (let waited = 0; ready !== 200 && waited < 5000; waited += 100) {
+        await settle(100);
+        ready = (await t.app.inject('/readyz')).statusCode;
+      }
+      assert.equal(ready, 200, 'ready again once the loop is free');
+      const fresh = recordRequests(t.app, tenant.ingestKey);
+      for (const route of ['/v1/events/sessions', '/v1/events/sessions/end', '/v1/events/exceptions', '/v1/actors/identify'] as const) {
+        const res = await fresh[route]();
+        assert.equal(res.statusCode, 200, `${route}: ${res.body}`);
+      }
     } finally {
       await t.close();
       await db.close();

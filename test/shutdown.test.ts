@@ -3,10 +3,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { event } from './helpers/app.js';
-import { startServer } from './helpers/server-process.js';
+import { startServer, type ServerProcess } from './helpers/server-process.js';
 
 const ADMIN = 'shutdown-admin';
 
@@ -72,6 +73,93 @@ describe('graceful shutdown', () => {
         await server.stop();
       }
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('BAD-INPUTS 42: after SIGTERM, while an in-flight request holds the drain, /readyz never answers 200: 503 shutting_down on the kept-alive connection, a new connection refused or 503; the in-flight request finishes and its event is stored', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-sigterm-ready-'));
+    // LOG_LEVEL info: the server's "shutting down" line says the signal was handled. It is written
+    // in the same synchronous step that turns readiness off and begins the close.
+    const env = { DATA_DIR: dir, ADMIN_TOKEN: ADMIN, DATABASE_URL: process.env.TEST_DATABASE_URL ?? '', SHUTDOWN_GRACE_MS: '20000', LOG_LEVEL: 'info' };
+    let server: ServerProcess | undefined;
+    let opened: Socket | undefined;
+    try {
+      server = await startServer(env);
+      const post = (path: string, key: string, body: unknown) =>
+        fetch(`${server!.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
+      const created = (await (await post('/admin/v1/tenants', ADMIN, { name: 'sigterm-ready', plan: 'enterprise' })).json()) as Created;
+      const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
+      assert.equal((await post('/v1/products', admin, { slug: 'app' })).status, 201);
+      assert.equal((await fetch(`${server.url}/readyz`)).status, 200, 'ready before the signal');
+
+      // The in-flight request: its headers sent with Expect: 100-continue, so that the server's
+      // "100 Continue" says it has the request (a connection with a request in progress is not
+      // idle: the close waits for it); its body is held back until after the signal.
+      const body = JSON.stringify([event()]);
+      const head = (method: string, path: string, extra: string) => `${method} ${path} HTTP/1.1\r\nHost: tally\r\n${extra}\r\n`;
+      const socket = connect(Number(new URL(server.url).port), '127.0.0.1');
+      opened = socket;
+      let received = '';
+      socket.on('data', (d) => (received += d.toString()));
+      const ended = new Promise((resolve) => socket.once('close', resolve));
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(
+        head(
+          'POST',
+          '/v1/events',
+          `Authorization: Bearer ${admin}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n`,
+        ),
+      );
+      for (const until = Date.now() + 10_000; !received.startsWith('HTTP/1.1 100 ');) {
+        assert.ok(Date.now() < until, `no 100 Continue: ${received}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+
+      const exited = server.stop('SIGTERM');
+      await server.printed('shutting down: readiness off');
+      // A new connection now: refused (the listener is closed) or, had it slipped in, a 503.
+      const fresh = await fetch(`${server.url}/readyz`, { signal: AbortSignal.timeout(5000) }).then(
+        (res) => res.status,
+        () => 'no connection',
+      );
+      assert.ok(fresh === 503 || fresh === 'no connection', `a new /readyz after SIGTERM answered ${fresh}`);
+      assert.equal(server.child.exitCode, null, 'the process is still draining the in-flight request');
+
+      // The rest of the body, and /readyz pipelined behind it on the same connection.
+      socket.write(body + head('GET', '/readyz', ''));
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      socket.destroy();
+      assert.equal(await exited, 0, server.output());
+
+      const answers = received.split(/(?=HTTP\/1\.1 )/);
+      assert.equal(answers.length, 3, received);
+      assert.match(answers[1]!, /^HTTP\/1\.1 200 /, `the in-flight request finishes: ${answers[1]}`);
+      const [rawHead, rawBody] = answers[2]!.split('\r\n\r\n');
+      assert.match(rawHead!, /^HTTP\/1\.1 503 /, answers[2]);
+      assert.match(rawHead!, /\r\ncontent-type: application\/problem\+json/i);
+      const retryAfter = /\r\nretry-after: *(\d+)/i.exec(rawHead!)?.[1];
+      assert.ok(Number(retryAfter) >= 1, rawHead);
+      assert.deepEqual([JSON.parse(rawBody!).status, JSON.parse(rawBody!).code], [503, 'shutting_down']);
+
+      server = await startServer(env);
+      try {
+        const tenant = (await (
+          await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })
+        ).json()) as { usage: { events: number } };
+        assert.equal(tenant.usage.events, 1, 'the acknowledged event is stored');
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      // On a failure half-way: nothing left running or open.
+      opened?.destroy();
+      if (server && server.child.exitCode === null && server.child.signalCode === null) await server.stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   });
