@@ -10,6 +10,11 @@ export type Row = { [k: string]: any };
 
 export const wants = (request: FastifyRequest, type: 'text/csv' | 'application/x-ndjson') => (request.headers.accept ?? '').toLowerCase().includes(type);
 
+/** A list of ids (a drill-down, a segment's actors) as a CSV attachment. */
+export function sendCsv(reply: FastifyReply, name: string, body: string) {
+  return reply.header('content-type', 'text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${name}.csv"`).send(body);
+}
+
 function cell(v: unknown): string {
   if (v === null || v === undefined) return '';
   let s = typeof v === 'object' ? JSON.stringify(v) : String(v);

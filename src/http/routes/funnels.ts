@@ -1,10 +1,10 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { forbidden } from '../../errors.js';
 import { funnelActorsPage, funnelUnitIds, idsCsv } from '../../query/behaviour/drill.js';
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { funnel } from '../../query/behaviour/funnels.js';
 import type { App, AppContext } from '../context.js';
-import { answer, funnelRows } from '../csv.js';
+import { answer, funnelRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -15,12 +15,6 @@ import * as S from '../schemas/behaviour.js';
 const tags = ['behaviour'];
 const security = [{ bearer: [] }];
 const errors = problems(400, 401, 402, 403, 404, 422);
-
-export const wantsCsv = (request: FastifyRequest) => /\btext\/csv\b/i.test(request.headers.accept ?? '');
-
-export function sendCsv(reply: FastifyReply, name: string, body: string) {
-  return reply.header('content-type', 'text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${name}.csv"`).send(body);
-}
 
 /** Per-account and per-license answers need view_accounts besides read (CONTRACT.md, query side). */
 export async function accountAnswersNeedViewAccounts(request: FastifyRequest) {
@@ -70,7 +64,7 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
       const { run, ids } = await funnelUnitIds(ctx.db, who, request.body, ctx.now());
       const save = request.body.save_as_segment;
       const segment_id = save ? await saveAsSegment(ctx.db, who.tenant, save, ids, run.query.count_by, ctx.now()) : undefined;
-      if (wantsCsv(request)) return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
+      if (wants(request, 'text/csv')) return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
       return { ...funnelActorsPage(run, ids, request.body, ctx.now()), ...(segment_id && { segment_id }) };
     },
   );

@@ -3,12 +3,12 @@ import { retention, retentionUnitIds } from '../../query/behaviour/retention.js'
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { echo } from '../../query/scope.js';
 import type { App, AppContext } from '../context.js';
-import { answer, retentionRows } from '../csv.js';
+import { answer, retentionRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
-import { accountAnswersNeedViewAccounts, sendCsv, wantsCsv } from './funnels.js';
+import { accountAnswersNeedViewAccounts } from './funnels.js';
 
 // Retention: the query is the POST body (start and return events with property filters). Thin
 // handlers over src/query/behaviour/retention.ts.
@@ -53,7 +53,7 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
       const who = principalOf(request);
       const { plan, ids } = await retentionUnitIds(ctx.db, who, query, { cohort, period: cohort_period, criteria }, ctx.now());
       const segment_id = save_as_segment ? await saveAsSegment(ctx.db, who.tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
-      if (wantsCsv(request)) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
+      if (wants(request, 'text/csv')) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
       return {
         count_by: plan.by,
         ...(segment_id && { segment_id }),

@@ -10,7 +10,8 @@ import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { IdParams, page, problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
-import { accountAnswersNeedViewAccounts, sendCsv, wantsCsv } from './funnels.js';
+import { sendCsv, wants } from '../csv.js';
+import { accountAnswersNeedViewAccounts } from './funnels.js';
 
 // Saved segments: CRUD, size and members. Permission read, also for saving (CONTRACT.md).
 const tags = ['behaviour'];
@@ -131,7 +132,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     },
     async (request, reply) => {
       const who = principalOf(request);
-      if (!wantsCsv(request)) return segmentActors(ctx.db, who, request.params.id, request.query, ctx.now());
+      if (!wants(request, 'text/csv')) return segmentActors(ctx.db, who, request.params.id, request.query, ctx.now());
       if (!(await getSegment(ctx.db, who.tenant.id, request.params.id))) throw missing();
       return sendCsv(reply, `segment-${request.params.id}`, idsCsv('actor_id', await segmentActorIds(ctx.db, who, request.params.id, ctx.now())));
     },
