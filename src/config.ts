@@ -29,6 +29,8 @@ export interface Config {
   /** Embedded store only: "commit" fsyncs the WAL before every acknowledgement, "off" leaves it to the OS. */
   embeddedSync: 'commit' | 'off';
   shutdownGraceMs: number;
+  /** SIGTERM: how long readiness answers 503 while requests are still served, before the listener closes (a balancer's probe notices first). */
+  shutdownDelayMs: number;
   /** Overload protection: past any of these, ingestion and readiness answer 503 (0 = that check is off). */
   maxEventLoopDelayMs: number;
   /** How long the event-loop delay must stay past its limit before requests are shed. */
@@ -86,6 +88,7 @@ const SETTINGS = {
   ACCESS_LOG: { schema: Type.Boolean(), takes: 'true or false' },
   EMBEDDED_SYNC: { schema: Type.Union([Type.Literal('commit'), Type.Literal('off')]), takes: 'commit or off' },
   SHUTDOWN_GRACE_MS: { schema: int(0), takes: 'a whole number of milliseconds, 0 or more' },
+  SHUTDOWN_DELAY_MS: { schema: int(0), takes: 'a whole number of milliseconds, 0 or more' },
   MAX_EVENT_LOOP_DELAY_MS: { schema: int(0), takes: 'a whole number of milliseconds (0 turns the check off)' },
   OVERLOAD_SUSTAIN_MS: { schema: int(0), takes: 'a whole number of milliseconds the event-loop delay must last before requests are shed' },
   MAX_HEAP_USED_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },
@@ -143,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     accessLog: get('ACCESS_LOG', true),
     embeddedSync: get('EMBEDDED_SYNC', 'commit'),
     shutdownGraceMs: get('SHUTDOWN_GRACE_MS', 10_000),
+    shutdownDelayMs: get('SHUTDOWN_DELAY_MS', 1000),
     maxEventLoopDelayMs: get('MAX_EVENT_LOOP_DELAY_MS', 1000),
     overloadSustainMs: get('OVERLOAD_SUSTAIN_MS', 3000),
     // Default: 90 % of V8's heap limit, so we refuse work before the process dies of it.

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { buildApp, loggerOptions } from './app.js';
@@ -112,9 +113,13 @@ export async function main(): Promise<void> {
     const force = setTimeout(() => {
       log.error('grace period over; exiting with requests still open');
       process.exit(1);
-    }, config.shutdownGraceMs);
+    }, config.shutdownDelayMs + config.shutdownGraceMs);
     force.unref();
     try {
+      // Readiness fails first (BAD-INPUTS 42): on SIGTERM, /readyz answers 503 while requests are
+      // still served for SHUTDOWN_DELAY_MS, so a balancer's probe takes the process out of rotation
+      // before the listener closes. Ctrl-C (SIGINT) stops at once.
+      if (app && signal === 'SIGTERM' && config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs);
       await closeAll();
       process.exit(0);
     } catch (err) {

@@ -163,4 +163,48 @@ describe('graceful shutdown', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('BAD-INPUTS 42: readiness fails first: for SHUTDOWN_DELAY_MS after SIGTERM, /readyz answers 503 on new connections while ingestion is still served; then it exits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-sigterm-delay-'));
+    const env = {
+      DATA_DIR: dir,
+      ADMIN_TOKEN: ADMIN,
+      DATABASE_URL: process.env.TEST_DATABASE_URL ?? '',
+      SHUTDOWN_DELAY_MS: '5000',
+      LOG_LEVEL: 'info',
+    };
+    let server: ServerProcess | undefined;
+    try {
+      server = await startServer(env);
+      const url = server.url;
+      const post = (path: string, key: string, body: unknown) =>
+        fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
+      const created = (await (await post('/admin/v1/tenants', ADMIN, { name: 'sigterm-delay', plan: 'enterprise' })).json()) as Created;
+      const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
+      assert.equal((await post('/v1/products', admin, { slug: 'app' })).status, 201);
+
+      const exited = server.stop('SIGTERM');
+      await server.printed('shutting down: readiness off');
+      const ready = await fetch(`${url}/readyz`);
+      assert.equal(ready.status, 503, 'a balancer probing now sees not-ready, not a refused connection');
+      assert.equal(((await ready.json()) as { code: string }).code, 'shutting_down');
+      assert.equal((await fetch(`${url}/healthz`)).status, 200, 'liveness stays up');
+      assert.equal((await post('/v1/events', admin, [event()])).status, 200, 'requests are still served while the balancer catches up');
+      assert.equal(await exited, 0, server.output());
+
+      server = await startServer(env);
+      try {
+        const tenant = (await (
+          await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })
+        ).json()) as { usage: { events: number } };
+        assert.equal(tenant.usage.events, 1, 'the event acknowledged during the delay is stored');
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      if (server && server.child.exitCode === null && server.child.signalCode === null) await server.stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
