@@ -28,7 +28,7 @@ export const FilterProps = {
       description: 'ISO 8601 date or date-time; a bare date is local midnight in tz, a date-time without an offset is wall time in tz. Not with range',
     }),
   ),
-  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time (exclusive); default now' })),
+  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 date or date-time (exclusive), read as from is; default now' })),
   tz: Type.Optional(Type.String({ maxLength: 64, description: 'IANA time zone name; default UTC' })),
   interval: Type.Optional(Type.Enum(['hour', 'day', 'week', 'month'], { description: 'bucket width; weeks start on Monday; default day' })),
   product: Id('product id or slug'),

@@ -15,7 +15,7 @@ export const ScopeFields = {
   from: Type.Optional(
     Type.String({ maxLength: 40, description: 'ISO 8601; a bare date is local midnight in tz, a date-time without an offset is wall time in tz' }),
   ),
-  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601, exclusive; default now' })),
+  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601, exclusive, read as from is; default now' })),
   tz: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, default UTC' })),
   interval: Type.Optional(Type.Enum(['hour', 'day', 'week', 'month'], { description: 'periods of the trends (default day); weeks start on Monday' })),
   account_id: Type.Optional(
