@@ -7,6 +7,24 @@ import { event, openTestDb, post, postEvents, startTestApp, tenantWithProduct } 
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Saturates the event loop (busy 200 ms, a moment's yield, again) until the returned stop is awaited. */
+function saturateLoop(): () => Promise<void> {
+  let saturating = true;
+  const saturated = (async () => {
+    while (saturating) {
+      const until = Date.now() + 200;
+      while (Date.now() < until) {
+        // busy
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+  })();
+  return async () => {
+    saturating = false;
+    await saturated;
+  };
+}
+
 /** A valid request to each ingestion route besides /v1/events: a session start and end, an exception, an identify call. */
 function recordRequests(app: App, key: string) {
   const at = new Date(Date.now() - 60_000).toISOString();
@@ -93,20 +111,10 @@ describe('overload protection', () => {
       assert.equal(before, 200, 'accepts once start-up is behind it');
       // Saturate the loop: busy for 200 ms, a moment's yield, again, for longer than the 500 ms
       // the delay must last to count as overload.
-      let saturating = true;
-      const saturated = (async () => {
-        while (saturating) {
-          const until = Date.now() + 200;
-          while (Date.now() < until) {
-            // busy
-          }
-          await new Promise((r) => setImmediate(r));
-        }
-      })();
+      const stop = saturateLoop();
       await settle(800);
       const res = await postEvents(t.app, tenant.ingestKey, [event()]);
-      saturating = false;
-      await saturated;
+      await stop();
       assert.equal(res.statusCode, 503);
       assert.equal((await t.app.inject('/healthz')).statusCode, 200);
       await settle(1500); // the delay histogram resets at the next samples
@@ -132,16 +140,7 @@ describe('overload protection', () => {
       assert.equal(ready, 200, 'ready once start-up is behind it');
       // The same saturation as above, held until every answer is in: the loop stays overloaded
       // for as long as the requests below are being answered.
-      let saturating = true;
-      const saturated = (async () => {
-        while (saturating) {
-          const until = Date.now() + 200;
-          while (Date.now() < until) {
-            // busy
-          }
-          await new Promise((r) => setImmediate(r));
-        }
-      })();
+      const stop = saturateLoop();
       const routes = recordRequests(t.app, tenant.ingestKey);
       let answers;
       try {
@@ -153,8 +152,7 @@ describe('overload protection', () => {
           t.app.inject('/metrics'),
         ]);
       } finally {
-        saturating = false;
-        await saturated;
+        await stop();
       }
       const [readyz, ...rest] = answers;
       const [healthz, metrics] = rest.splice(-2);
