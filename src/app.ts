@@ -218,10 +218,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   allowlistRoutes(app, ctx);
   // The read side, in a scope of its own: a statement the store cancelled at its statement
   // timeout is a 422 query_too_large here (CONTRACT.md), and a 503 everywhere else (a write that
-  // slow means a store in trouble: its client retries). The one place that mapping lives.
+  // slow means a store in trouble: its client retries), the read side's own writes (routes marked
+  // `write`: saving, changing or deleting a segment) included. The one place that mapping lives.
   await app.register(async (reads: App) => {
-    reads.setErrorHandler((err) => {
-      throw err instanceof StatementTimeoutError ? queryTooLarge() : err;
+    reads.setErrorHandler((err, request) => {
+      throw err instanceof StatementTimeoutError && !request.routeOptions.config.write ? queryTooLarge() : err;
     });
     accountRoutes(reads, ctx);
     exceptionRoutes(reads, ctx);

@@ -261,6 +261,26 @@ describe('paths', () => {
         assert.match(res.json().detail, /narrow the range/);
       }
       assert.equal(answers.write.statusCode, 503, answers.write.body);
+
+      // The read side's own writes are writes: changing or deleting a segment whose row another
+      // transaction holds waits past the timeout and is a 503 store_unavailable, not a 422.
+      const saved = await t.app.inject({
+        method: 'POST',
+        url: '/v1/segments',
+        headers: auth,
+        payload: JSON.stringify({ name: 'held', definition: { range: '30d' } }),
+      });
+      assert.equal(saved.statusCode, 201, saved.body);
+      const id = saved.json().id as string;
+      const held = await t.db.tx(async (q) => {
+        await q.query('SELECT 1 FROM segments WHERE id = $1 FOR UPDATE', [id]);
+        const patch = await slow.app.inject({ method: 'PATCH', url: `/v1/segments/${id}`, headers: auth, payload: JSON.stringify({ name: 'renamed' }) });
+        const del = await slow.app.inject({ method: 'DELETE', url: `/v1/segments/${id}`, headers: { authorization: auth.authorization } });
+        return { patch, del };
+      });
+      for (const [what, res] of Object.entries(held)) {
+        assert.deepEqual([res.statusCode, res.json().code], [503, 'store_unavailable'], `${what}: ${res.body}`);
+      }
     } finally {
       await slow.close();
       await slow.db.close();

@@ -7,6 +7,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route judges its body element by element (ingestion): dead letters, not a 400. */
     ownBodyRules?: boolean;
+    /** A write among the read side's routes (saving a segment): a statement timeout there is a 503, not a 422. */
+    write?: boolean;
   }
 }
 

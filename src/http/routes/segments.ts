@@ -30,6 +30,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     '/v1/segments',
     {
       ...on(),
+      config: { write: true },
       schema: {
         summary: 'Save a segment (a definition of actors)',
         tags,
@@ -72,6 +73,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     '/v1/segments/:id',
     {
       ...on(),
+      config: { write: true },
       schema: {
         summary: 'Change a segment’s name, description or definition',
         tags,
@@ -95,7 +97,11 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
 
   app.delete(
     '/v1/segments/:id',
-    { ...on(), schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } } },
+    {
+      ...on(),
+      config: { write: true },
+      schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+    },
     async (request, reply) => {
       if (!(await deleteSegment(ctx.db, principalOf(request).tenant.id, request.params.id))) throw missing();
       return reply.code(204).send(null as never);
