@@ -406,6 +406,27 @@ describe('GET /v1/exceptions', () => {
     // Newest first: .123458, .123457, .123456; a millisecond cursor (.123) skipped the last two.
     assert.deepEqual(seen, ['CError', 'BError', 'AError']);
   });
+
+  it('as CSV (Accept: text/csv): a page of groups, the next page’s cursor in X-Next-Cursor, none at the end', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    for (const [i, type] of ['AError', 'BError'].entries()) {
+      assert.equal((await send(tenant.ingestKey, exception({ exception_type: type, occurred_at: `2026-01-02T03:04:0${i}Z` }))).statusCode, 200);
+    }
+    const csv = (url: string) => t.app.inject({ url, headers: { authorization: `Bearer ${tenant.adminKey}`, accept: 'text/csv' } });
+    const first = await csv('/v1/exceptions?limit=1');
+    assert.equal(first.statusCode, 200, first.body);
+    assert.match(String(first.headers['content-type']), /^text\/csv/);
+    const [header, row, ...rest] = first.body.trimEnd().split('\r\n');
+    assert.deepEqual(rest, []);
+    const col = (name: string) => header!.split(',').indexOf(name);
+    assert.ok(col('fingerprint') >= 0 && col('count') >= 0, header);
+    assert.equal(row!.split(',')[col('exception_type')], 'BError', 'newest first');
+    const cursor = first.headers['x-next-cursor'];
+    assert.ok(typeof cursor === 'string' && cursor.length > 0, 'the next page’s cursor');
+    const second = await csv(`/v1/exceptions?limit=1&cursor=${encodeURIComponent(cursor)}`);
+    assert.equal(second.body.trimEnd().split('\r\n')[1]!.split(',')[col('exception_type')], 'AError');
+    assert.equal(second.headers['x-next-cursor'], undefined, 'none at the end');
+  });
 });
 
 describe('tenancy', () => {

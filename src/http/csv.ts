@@ -43,6 +43,8 @@ interface Echo {
   tz?: string;
   interval?: string;
   refreshed_at?: string | null;
+  /** A paged list's cursor: as CSV, the next page's is in X-Next-Cursor (absent at the end). */
+  next_cursor?: string | null;
 }
 
 /** The echo of an answer as headers, for CSV and NDJSON answers. */
@@ -51,6 +53,7 @@ export function echoHeaders(reply: FastifyReply, a: Echo, name: string, ext: str
   if (a.tz) reply.header('x-time-zone', a.tz);
   if (a.interval) reply.header('x-interval', a.interval);
   reply.header('x-refreshed-at', a.refreshed_at ?? 'never');
+  if (a.next_cursor) reply.header('x-next-cursor', a.next_cursor);
   reply.header('content-disposition', `attachment; filename="${name}.${ext}"`);
 }
 

@@ -3,6 +3,7 @@ import type { Static } from 'typebox';
 import { exceptionGroupsQuery } from '../../query/exceptions.js';
 import { requireAccountAnswers } from '../../query/guard.js';
 import type { App, AppContext } from '../context.js';
+import { answer } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -24,7 +25,7 @@ export function exceptionRoutes(app: App, ctx: AppContext): void {
       ],
       preValidation: onlyKnownParams(ExceptionQuery),
       schema: {
-        summary: 'Exception groups by fingerprint',
+        summary: 'Exception groups by fingerprint; a page as CSV with Accept: text/csv (the next page’s cursor in X-Next-Cursor)',
         description:
           "Count, affected actors, first and last seen, versions and the latest occurrence of each group; newest first. The range is `range` or `from`/`to` in `tz` (the query side's), or `since`/`until`; with none, the whole history.",
         tags: ['exceptions'],
@@ -33,6 +34,7 @@ export function exceptionRoutes(app: App, ctx: AppContext): void {
         response: { 200: ExceptionGroups, ...problems(400, 401, 402, 403) },
       },
     },
-    async (request) => exceptionGroupsQuery(ctx.db, principalOf(request).tenant.id, request.query, ctx.now()),
+    async (request, reply) =>
+      answer(request, reply, 'exceptions', await exceptionGroupsQuery(ctx.db, principalOf(request).tenant.id, request.query, ctx.now())),
   );
 }
