@@ -7,6 +7,20 @@ import { event, openTestDb, post, postEvents, startTestApp, tenantWithProduct } 
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * An app that sheds load past 100 ms of event-loop delay held for 500 ms, and a tenant made by an
+ * app without the limit: start-up itself (migrations, first queries) can hold the loop past 100 ms,
+ * which is not what these tests are about.
+ */
+async function loopLimitedApp() {
+  const db = await openTestDb();
+  const normal = await startTestApp({ db });
+  const tenant = await tenantWithProduct(normal.app);
+  await normal.close();
+  const t = await startTestApp({ db, env: { MAX_EVENT_LOOP_DELAY_MS: '100', OVERLOAD_SUSTAIN_MS: '500' } });
+  return { db, tenant, t };
+}
+
 /** Saturates the event loop (busy 200 ms, a moment's yield, again) until the returned stop is awaited. */
 function saturateLoop(): () => Promise<void> {
   let saturating = true;
@@ -95,13 +109,7 @@ describe('overload protection', () => {
   });
 
   it('BAD-INPUTS 43: a blocked event loop turns ingestion into 503 until it recovers', async () => {
-    // The tenant is made by an app without the limit: start-up itself (migrations, first queries)
-    // can hold the loop past 100 ms, which is not what this test is about.
-    const db = await openTestDb();
-    const normal = await startTestApp({ db });
-    const tenant = await tenantWithProduct(normal.app);
-    await normal.close();
-    const t = await startTestApp({ db, env: { MAX_EVENT_LOOP_DELAY_MS: '100', OVERLOAD_SUSTAIN_MS: '500' } });
+    const { db, tenant, t } = await loopLimitedApp();
     try {
       let before = 0;
       for (let waited = 0; before !== 200 && waited < 5000; waited += 100) {
@@ -126,11 +134,7 @@ describe('overload protection', () => {
   });
 
   it('BAD-INPUTS 43: a blocked event loop turns readiness and the session start, session end, exception and identify routes into 503 overloaded; liveness and metrics stay up; all recover', async () => {
-    const db = await openTestDb();
-    const normal = await startTestApp({ db });
-    const tenant = await tenantWithProduct(normal.app);
-    await normal.close();
-    const t = await startTestApp({ db, env: { MAX_EVENT_LOOP_DELAY_MS: '100', OVERLOAD_SUSTAIN_MS: '500' } });
+    const { db, tenant, t } = await loopLimitedApp();
     try {
       let ready = 0;
       for (let waited = 0; ready !== 200 && waited < 5000; waited += 100) {
