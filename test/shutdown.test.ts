@@ -11,22 +11,37 @@ import { startServer, type ServerProcess } from './helpers/server-process.js';
 
 const ADMIN = 'shutdown-admin';
 
+const postTo = (url: string, path: string, key: string, body: unknown) =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** A tenant with product `app` on the server at url: its id and its key with every permission. */
+async function tenantOn(url: string, name: string): Promise<{ id: string; admin: string }> {
+  type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
+  const created = (await (await postTo(url, '/admin/v1/tenants', ADMIN, { name, plan: 'enterprise' })).json()) as Created;
+  const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
+  assert.equal((await postTo(url, '/v1/products', admin, { slug: 'app' })).status, 201);
+  return { id: created.tenant.id, admin };
+}
+
+/** The tenant's counted events, read from a server started afresh on the same store. */
+async function eventsStored(env: Record<string, string>, tenantId: string): Promise<number> {
+  const server = await startServer(env);
+  try {
+    const res = await fetch(`${server.url}/admin/v1/tenants/${tenantId}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+    return ((await res.json()) as { usage: { events: number } }).usage.events;
+  } finally {
+    await server.stop();
+  }
+}
+
 describe('graceful shutdown', () => {
   it('BAD-INPUTS 42: SIGTERM during a load of batches: in-flight requests finish or get 503, every acknowledged event is stored', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tally-sigterm-'));
     const env = { DATA_DIR: dir, ADMIN_TOKEN: ADMIN, DATABASE_URL: process.env.TEST_DATABASE_URL ?? '', SHUTDOWN_GRACE_MS: '10000' };
     try {
-      let server = await startServer(env);
-      const post = (path: string, key: string, body: unknown) =>
-        fetch(`${server.url}${path}`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-      type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
-      const created = (await (await post('/admin/v1/tenants', ADMIN, { name: 'sigterm', plan: 'enterprise' })).json()) as Created;
-      const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
-      await post('/v1/products', admin, { slug: 'app' });
+      const server = await startServer(env);
+      const { id: tenantId, admin } = await tenantOn(server.url, 'sigterm');
+      const post = (path: string, key: string, body: unknown) => postTo(server.url, path, key, body);
 
       let acknowledged = 0;
       const statuses = new Map<string, number>();
@@ -60,18 +75,11 @@ describe('graceful shutdown', () => {
       assert.ok(acknowledged > 0, 'some batches were acknowledged before the signal');
       for (const s of statuses.keys()) assert.ok(['200', '503', 'connection error'].includes(s), `unexpected status ${s}`);
 
-      server = await startServer(env);
-      try {
-        const tenant = (await (
-          await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })
-        ).json()) as { usage: { events: number } };
-        // Every acknowledged event is stored; at most the four batches in flight when the process
-        // closed may have committed without their answer reaching the client.
-        assert.ok(tenant.usage.events >= acknowledged, `stored ${tenant.usage.events} < acknowledged ${acknowledged}`);
-        assert.ok(tenant.usage.events <= acknowledged + 400);
-      } finally {
-        await server.stop();
-      }
+      // Every acknowledged event is stored; at most the four batches in flight when the process
+      // closed may have committed without their answer reaching the client.
+      const stored = await eventsStored(env, tenantId);
+      assert.ok(stored >= acknowledged, `stored ${stored} < acknowledged ${acknowledged}`);
+      assert.ok(stored <= acknowledged + 400);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -86,16 +94,7 @@ describe('graceful shutdown', () => {
     let opened: Socket | undefined;
     try {
       server = await startServer(env);
-      const post = (path: string, key: string, body: unknown) =>
-        fetch(`${server!.url}${path}`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-      type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
-      const created = (await (await post('/admin/v1/tenants', ADMIN, { name: 'sigterm-ready', plan: 'enterprise' })).json()) as Created;
-      const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
-      assert.equal((await post('/v1/products', admin, { slug: 'app' })).status, 201);
+      const { id: tenantId, admin } = await tenantOn(server.url, 'sigterm-ready');
       assert.equal((await fetch(`${server.url}/readyz`)).status, 200, 'ready before the signal');
 
       // The in-flight request: its headers sent with Expect: 100-continue, so that the server's
@@ -147,15 +146,7 @@ describe('graceful shutdown', () => {
       assert.ok(Number(retryAfter) >= 1, rawHead);
       assert.deepEqual([JSON.parse(rawBody!).status, JSON.parse(rawBody!).code], [503, 'shutting_down']);
 
-      server = await startServer(env);
-      try {
-        const tenant = (await (
-          await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })
-        ).json()) as { usage: { events: number } };
-        assert.equal(tenant.usage.events, 1, 'the acknowledged event is stored');
-      } finally {
-        await server.stop();
-      }
+      assert.equal(await eventsStored(env, tenantId), 1, 'the acknowledged event is stored');
     } finally {
       // On a failure half-way: nothing left running or open.
       opened?.destroy();
@@ -177,12 +168,7 @@ describe('graceful shutdown', () => {
     try {
       server = await startServer(env);
       const url = server.url;
-      const post = (path: string, key: string, body: unknown) =>
-        fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      type Created = { tenant: { id: string }; api_keys: { key: string; permissions: string[] }[] };
-      const created = (await (await post('/admin/v1/tenants', ADMIN, { name: 'sigterm-delay', plan: 'enterprise' })).json()) as Created;
-      const admin = created.api_keys.find((k) => k.permissions.length === 4)!.key;
-      assert.equal((await post('/v1/products', admin, { slug: 'app' })).status, 201);
+      const { id: tenantId, admin } = await tenantOn(url, 'sigterm-delay');
 
       const exited = server.stop('SIGTERM');
       await server.printed('shutting down: readiness off');
@@ -190,18 +176,10 @@ describe('graceful shutdown', () => {
       assert.equal(ready.status, 503, 'a balancer probing now sees not-ready, not a refused connection');
       assert.equal(((await ready.json()) as { code: string }).code, 'shutting_down');
       assert.equal((await fetch(`${url}/healthz`)).status, 200, 'liveness stays up');
-      assert.equal((await post('/v1/events', admin, [event()])).status, 200, 'requests are still served while the balancer catches up');
+      assert.equal((await postTo(url, '/v1/events', admin, [event()])).status, 200, 'requests are still served while the balancer catches up');
       assert.equal(await exited, 0, server.output());
 
-      server = await startServer(env);
-      try {
-        const tenant = (await (
-          await fetch(`${server.url}/admin/v1/tenants/${created.tenant.id}`, { headers: { authorization: `Bearer ${ADMIN}` } })
-        ).json()) as { usage: { events: number } };
-        assert.equal(tenant.usage.events, 1, 'the event acknowledged during the delay is stored');
-      } finally {
-        await server.stop();
-      }
+      assert.equal(await eventsStored(env, tenantId), 1, 'the event acknowledged during the delay is stored');
     } finally {
       if (server && server.child.exitCode === null && server.child.signalCode === null) await server.stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
