@@ -13,6 +13,7 @@ import type { Db } from './storage/db.js';
 import { createEventIngest } from './ingest/pipeline.js';
 import type { App, AppContext } from './http/context.js';
 import { registerClosingRefusal } from './http/plugins/closing.js';
+import { registerDeferredContinue } from './http/plugins/continue.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendProblem } from './http/plugins/errors.js';
 import { registerMetrics } from './http/plugins/metrics.js';
@@ -205,6 +206,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   if (deps.config.accessLog) registerAccessLog(app);
   registerErrorHandling(app);
   registerClosingRefusal(app);
+  registerDeferredContinue(app);
   registerInputGuard(app);
   registerReadLane(app);
   await registerOverloadProtection(app, ctx);

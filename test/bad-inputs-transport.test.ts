@@ -375,3 +375,89 @@ describe('BAD-INPUTS 6: slow clients', () => {
     assert.deepEqual(await deadLetterReasons(slow.db, tenant.id), []);
   });
 });
+
+describe('Expect: 100-continue (CONTRACT.md "Browser clients": 401 and 402 from the headers)', () => {
+  // Two listening apps on the same store: `now` and 22 days later, when a trial has expired.
+  let today: TestApp;
+  let later: TestApp;
+  const ports: number[] = [];
+  before(async () => {
+    today = await startTestApp({ db: t.db });
+    later = await startTestApp({ db: t.db, now: () => new Date(Date.now() + 22 * 86_400_000) });
+    for (const app of [today, later]) {
+      await app.app.listen({ port: 0, host: '127.0.0.1' });
+      ports.push((app.app.server.address() as AddressInfo).port);
+    }
+  });
+  after(async () => Promise.all([today.close(), later.close()]));
+
+  /**
+   * Sends a batch's headers with Expect: 100-continue and holds its body back. Returns the first
+   * thing the server wrote; the body follows only if that was "100 Continue", then the final answer.
+   */
+  function expectContinue(port: number, key: string, body: string, declared = Buffer.byteLength(body)): Promise<{ first: string; final: string }> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let received = '';
+      let first: string | undefined;
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`no final answer in 10 s: ${received}`));
+      }, 10_000);
+      socket.on('error', () => undefined);
+      socket.on('data', (d) => {
+        received += d.toString('latin1');
+        if (first === undefined) {
+          first = received.split('\r\n')[0]!;
+          if (first.startsWith('HTTP/1.1 100 ')) {
+            received = received.slice(received.indexOf('\r\n\r\n') + 4);
+            socket.write(body);
+          }
+        }
+        const head = received.indexOf('\r\n\r\n');
+        const length = /\r\ncontent-length: *(\d+)/i.exec(received.slice(0, head))?.[1];
+        if (head >= 0 && length !== undefined && received.length >= head + 4 + Number(length) && !received.startsWith('HTTP/1.1 100 ')) {
+          clearTimeout(timer);
+          socket.destroy();
+          resolve({ first: first!, final: received });
+        }
+      });
+      socket.write(
+        `POST /v1/events HTTP/1.1\r\nHost: tally\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${declared}\r\nExpect: 100-continue\r\n\r\n`,
+      );
+    });
+  }
+  const status = (line: string) => Number(line.split(' ')[1]);
+  const code = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).code;
+
+  it('a batch the server takes: "100 Continue", then the body, then 200 and the event stored', async () => {
+    const tenant = await tenantWithProduct(today.app);
+    const res = await expectContinue(ports[0]!, tenant.ingestKey, JSON.stringify([event()]));
+    assert.match(res.first, /^HTTP\/1\.1 100 /);
+    assert.equal(status(res.final), 200, res.final);
+    assert.equal(await countStored(t.db, tenant.id), 1);
+  });
+
+  it('an unknown key: 401 at once, no "100 Continue", so the client never uploads the body', async () => {
+    const res = await expectContinue(ports[0]!, 'tk_live_not_a_key', bodyOfExactly(MiB, 'x').body);
+    assert.equal(status(res.first), 401, res.final);
+    assert.equal(code(res.final), 'unauthorized');
+  });
+
+  it('a tenant whose trial has expired: 402 billing_blocked at once, no "100 Continue"', async () => {
+    const tenant = await tenantWithProduct(today.app, 'trial');
+    const res = await expectContinue(ports[1]!, tenant.ingestKey, JSON.stringify([event()]));
+    assert.equal(status(res.first), 402, res.final);
+    assert.equal(code(res.final), 'billing_blocked');
+    await assertNothingStored(tenant.id);
+  });
+
+  it('a declared body over 1 MiB: 413 from Content-Length, no "100 Continue"', async () => {
+    const tenant = await tenantWithProduct(today.app);
+    const res = await expectContinue(ports[0]!, tenant.ingestKey, '[]', MiB + 1);
+    assert.equal(status(res.first), 413, res.final);
+    assert.equal(code(res.final), 'payload_too_large');
+    await assertNothingStored(tenant.id);
+  });
+});
