@@ -212,6 +212,17 @@ describe('POST /v1/events/sessions/end (CONTRACT.md "Sessions and exceptions")',
     assert.equal((await sessionRow(tenant.id, s.session_id as string))!.ended_at, ENDED);
   });
 
+  it('an early end stamped before the start that then arrives: the session is created ended at its start', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const s = sessionStart();
+    assertProblem(await end(tenant.ingestKey, { session_id: s.session_id, ended_at: at(-60_000), end_reason: 'sdk_recovery' }), 404, 'session_not_found');
+    assert.equal((await start(tenant.ingestKey, s)).statusCode, 200);
+    const row = await sessionRow(tenant.id, s.session_id as string);
+    assert.deepEqual([row!.started_at, row!.ended_at, row!.end_reason], [STARTED, STARTED, 'sdk_recovery']);
+    const later = await end(tenant.ingestKey, { session_id: s.session_id, ended_at: at(HOUR) });
+    assert.deepEqual(later.json(), { session_id: s.session_id, status: 'already_ended' });
+  });
+
   it('an early end is kept for an hour only: a start more than an hour later creates an open session', async () => {
     let clock = new Date('2026-03-01T12:00:00.000Z');
     const clocked = await startTestApp({ db: t.db, now: () => clock });

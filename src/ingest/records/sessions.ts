@@ -62,7 +62,12 @@ export const startSession = judged(async (ctx: RecordContext, body: Record<strin
     await lockSession(q, ctx.tenantId, sessionId);
     await registerIfNew(q, ctx, admitted, start.product_version);
     const pendingEnd = await takePendingEnd(q, ctx.tenantId, sessionId, ctx.receivedAt);
-    const end = pendingEnd && Date.parse(pendingEnd.ended_at) >= Date.parse(start.started_at) ? pendingEnd : undefined;
+    // CONTRACT.md: the start creates the session already ended. An early end stamped before the
+    // start (a clock that moved between them) ends it at its start: a session never ends before it began.
+    const end = pendingEnd && {
+      ...pendingEnd,
+      ended_at: Date.parse(pendingEnd.ended_at) < Date.parse(start.started_at) ? start.started_at : pendingEnd.ended_at,
+    };
     await insertSession(q, ctx.tenantId, start, ctx.receivedAt, end);
   });
   return { session_id: sessionId, status: 'accepted' };
