@@ -106,6 +106,32 @@ describe('sessions', () => {
     assert.deepEqual(weeks.data, [{ date: '2026-03-02', sessions: 5 }]);
   });
 
+  it('GET /v1/sessions/stats in a zone three quarters off the hour (Kathmandu, UTC+5:45): local hours', async () => {
+    // Its own tenant. Starts at 10:10Z, 10:20Z and 10:50Z are 15:55, 16:05 and 16:35 in Kathmandu:
+    // one session in the local hour from 15:00, two in the one from 16:00 (a UTC hour's sessions
+    // fall in two local hours; counted per UTC quarter hour they do not).
+    const other = await tenantWithProduct(t.app, 'business');
+    for (const [i, at] of ['10:10', '10:20', '10:50'].entries()) {
+      const res = await postJson(t.app, other.ingestKey, '/v1/events/sessions', {
+        session_id: `00000000-0000-4000-8000-00000000010${i}`,
+        actor_id: 'k1',
+        product: 'app',
+        product_version: '1.0',
+        started_at: `2026-03-02T${at}:00Z`,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+    }
+    const jobs = startJobs(t.db, [rollupJob(60)], silent);
+    assert.equal(await jobs.runOnce('rollups'), true);
+    await jobs.stop();
+    const body = await ok('/v1/sessions/stats?from=2026-03-02T15:00&to=2026-03-02T17:00&tz=Asia/Kathmandu&interval=hour', other.adminKey);
+    assert.equal(body.sessions, 3);
+    assert.deepEqual(body.data, [
+      { date: '2026-03-02T15:00', sessions: 1 },
+      { date: '2026-03-02T16:00', sessions: 2 },
+    ]);
+  });
+
   it('GET /v1/sessions/release-health: crash-free sessions and actors and adoption per version', async () => {
     const body = await ok(`/v1/sessions/release-health?${RANGE}`);
     // 1.0: 3 sessions (1 crashed) by u1, u2 (u2 crashed): 1 − 1/3 = 66.6667 %, 1 − 1/2 = 50 %;

@@ -26,11 +26,14 @@ export interface ActorDays {
   source: 'read_model' | 'events';
 }
 
-/** Whether each local midnight from `first` to the day after `last` is a whole UTC hour: then every UTC hour lies in one local day. */
-export function wholeHourDays(tz: string, first: Ymd, last: Ymd): boolean {
+/**
+ * Whether each local midnight from `first` to the day after `last` is a whole UTC hour (or `unitMs`):
+ * then every UTC hour (unit) lies in one local day.
+ */
+export function wholeHourDays(tz: string, first: Ymd, last: Ymd, unitMs = 3_600_000): boolean {
   if (UTC_ZONES.has(tz)) return true;
   for (let d = first, n = 0; n <= 800; d = plusDays(d, 1), n++) {
-    if (zonedMidnight(d.y, d.m, d.d, tz).getTime() % 3_600_000 !== 0) return false;
+    if (zonedMidnight(d.y, d.m, d.d, tz).getTime() % unitMs !== 0) return false;
     if (isoDay(d) > isoDay(last)) return true;
   }
   return false;
