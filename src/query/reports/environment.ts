@@ -45,11 +45,14 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.add(s.accountId)}`);
   if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.add(s.licenseId)}`);
   sw.push(segmentWhere(f, sql, 'r.actor_id'));
+  // `ad` is distinct already. Sessions are counted per actor before the join: 200k sessions
+  // meet 50k environments as 50k rows (a merge join through rm_sessions_actor read them in actor
+  // order: 200 → 90 ms at 10M events).
   const rows = await q.query<{ value: string | null; actors: string; sessions: string }>(
-    `WITH ad AS (${ad.sql}), ${RESOLVED_ENV_CTE(t)},
-          a AS (SELECT ${expr} AS value, count(*) AS n FROM (SELECT DISTINCT actor FROM ad) x
-                  LEFT JOIN renv v ON v.actor = x.actor GROUP BY 1),
-          s AS (SELECT ${expr} AS value, count(*) AS n FROM rm_sessions r LEFT JOIN renv v ON v.actor = r.actor_id WHERE ${sw.join(' AND ')} GROUP BY 1)
+    `WITH ad AS (${ad.sql}), ${RESOLVED_ENV_CTE(t, expr)},
+          a AS (SELECT v.value, count(*) AS n FROM ad x LEFT JOIN renv v ON v.actor = x.actor GROUP BY 1),
+          s AS (SELECT v.value, sum(c.n) AS n FROM (SELECT r.actor_id, count(*) AS n FROM rm_sessions r WHERE ${sw.join(' AND ')} GROUP BY 1) c
+                  LEFT JOIN renv v ON v.actor = c.actor_id GROUP BY 1)
      SELECT value, sum(an) AS actors, sum(sn) AS sessions FROM (SELECT value, n AS an, 0 AS sn FROM a UNION ALL SELECT value, 0, n FROM s) u GROUP BY value`,
     sql.values,
   );
