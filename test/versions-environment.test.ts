@@ -187,6 +187,39 @@ describe('GET /v1/reports/accounts', () => {
     const starter = await createTenant(t.app, 'starter');
     assert.equal((await get(t.app, starter.adminKey, `/v1/reports/accounts?${RANGE}`)).statusCode, 402);
   });
+
+  it('with a version filter, in UTC: the accounts that had events on that version each day, from the usage days', async () => {
+    // Its own tenant. x1 (account A): 1.0 May 10 10:00, then 2.0 May 10 12:00 (its actor day keeps
+    // 2.0 as the day's last version); x2 (account B, license L1): 1.0 May 12. So version 1.0: A on
+    // May 10, B (and L1) on May 12; version 2.0: A on May 10.
+    const other = await tenantWithProduct(t.app, 'business');
+    const batch = [
+      e('x1', '1.0', '2026-05-10T10:00:00Z', 'A'),
+      e('x1', '2.0', '2026-05-10T12:00:00Z', 'A'),
+      { ...e('x2', '1.0', '2026-05-12T09:00:00Z', 'B'), license_id: 'L1' },
+    ];
+    assert.equal((await postEvents(t.app, other.ingestKey, batch)).statusCode, 200);
+    await fold();
+    const days = async (v: string) =>
+      (await get(t.app, other.adminKey, `/v1/reports/accounts?${RANGE}&version=${v}`))
+        .json()
+        .data.map((d: Record<string, unknown>) => [d.date, d.accounts, d.licenses]);
+    assert.deepEqual(await days('1.0'), [
+      ['2026-05-10', 1, 0],
+      ['2026-05-11', 0, 0],
+      ['2026-05-12', 1, 1],
+    ]);
+    assert.deepEqual(await days('2.0'), [
+      ['2026-05-10', 1, 0],
+      ['2026-05-11', 0, 0],
+      ['2026-05-12', 0, 0],
+    ]);
+    // Read from the read model: an event not yet folded (x3, account C, 1.0 on May 11) shows after the next fold.
+    assert.equal((await postEvents(t.app, other.ingestKey, [e('x3', '1.0', '2026-05-11T08:00:00Z', 'C')])).statusCode, 200);
+    assert.deepEqual((await days('1.0'))[1], ['2026-05-11', 0, 0]);
+    await fold();
+    assert.deepEqual((await days('1.0'))[1], ['2026-05-11', 1, 0]);
+  });
 });
 
 describe('GET /v1/environment/{field}', () => {
