@@ -217,6 +217,23 @@ export function recordWhere(f: Filters, sql: Params, time: string, alias: string
   return where;
 }
 
+/**
+ * Conditions on rm_usage_days (per UTC day, account, license, product and version) for the scope's
+ * filters over the UTC days from `from` up to `to` (both UTC midnights; `to` excluded).
+ */
+export function usageDaysWhere(s: Scope, sql: Params, to: Date): string[] {
+  const where = [
+    `tenant_id = ${sql.add(s.tenantId)}`,
+    `day >= ${sql.add(s.from.toISOString().slice(0, 10))}::date`,
+    `day < ${sql.add(to.toISOString().slice(0, 10))}::date`,
+  ];
+  if (s.productId) where.push(`product_id = ${sql.add(s.productId)}`);
+  if (s.version !== undefined) where.push(`product_version = ${sql.add(s.version)}`);
+  if (s.accountId !== undefined) where.push(`account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) where.push(`license_id = ${sql.add(s.licenseId)}`);
+  return where;
+}
+
 /** A keyset cursor (exact timestamp, id): the page layer's shape check, then a real date PostgreSQL can hold. */
 export function keysetCursor(cursor: string | undefined, id: RegExp = /^.+$/su): [string, string] | undefined {
   const key = cursorKey(cursor, ['timestamp', 'text']);

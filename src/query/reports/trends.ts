@@ -16,6 +16,7 @@ import {
   previousPeriod,
   rawEvents,
   resolveFilters,
+  usageDaysWhere,
   type Filters,
   type Principal,
 } from '../filters.js';
@@ -87,15 +88,7 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   const key = column ? `nullif(${column}, '')` : 'NULL::text';
   let events: string;
   if (perAccount) {
-    const w = [
-      `tenant_id = ${sql.add(s.tenantId)}`,
-      `day >= ${sql.add(s.from.toISOString().slice(0, 10))}::date`,
-      `day < ${sql.add(to.toISOString().slice(0, 10))}::date`,
-    ];
-    if (s.productId) w.push(`product_id = ${sql.add(s.productId)}`);
-    if (s.accountId !== undefined) w.push(`account_id = ${sql.add(s.accountId)}`);
-    if (s.licenseId !== undefined) w.push(`license_id = ${sql.add(s.licenseId)}`);
-    events = `SELECT date_trunc('${i}', day::timestamp) AS b, ${key} AS k, sum(events) AS n FROM rm_usage_days WHERE ${w.join(' AND ')} GROUP BY 1, 2 HAVING sum(events) <> 0`;
+    events = `SELECT date_trunc('${i}', day::timestamp) AS b, ${key} AS k, sum(events) AS n FROM rm_usage_days WHERE ${usageDaysWhere(s, sql, to).join(' AND ')} GROUP BY 1, 2 HAVING sum(events) <> 0`;
   } else {
     const w = [`tenant_id = ${sql.add(s.tenantId)}`, `hour >= ${sql.add(s.from)}`, `hour < ${sql.add(to)}`];
     if (s.productId) w.push(`product_id = ${sql.add(s.productId)}`);

@@ -4,7 +4,7 @@ import { pickLatest } from '../../domain/version-selector.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
-import { ACTOR, checkBuckets, FilterProps, head, rawEvents, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { ACTOR, checkBuckets, FilterProps, head, rawEvents, resolveFilters, usageDaysWhere, type Filters, type Principal } from '../filters.js';
 import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths, UTC_ZONES, wholeLocalDays } from './actor-days.js';
 import { requireAccountAnswers, seesAccounts } from '../guard.js';
@@ -199,18 +199,11 @@ function usageOfVersion(f: Filters, sql: Params, toNow: boolean): string | undef
   const s = f.scope;
   const eventLevel = f.category !== undefined || f.name !== undefined || f.properties.length > 0 || f.segment;
   if (s.version === undefined || eventLevel || !UTC_ZONES.has(s.tz) || s.interval === 'hour') return undefined;
-  if (s.from.getTime() % DAY_MS !== 0 || !(toNow || s.to.getTime() % DAY_MS === 0)) return undefined;
-  const w = [
-    `u.tenant_id = ${sql.add(s.tenantId)}`,
-    `u.day >= ${sql.add(isoDay(localDate(s.from, 'UTC')))}::date`,
-    `u.day <= ${sql.add(isoDay(localDate(new Date(s.to.getTime() - 1), 'UTC')))}::date`,
-    `u.product_version = ${sql.add(s.version)}`,
-  ];
-  if (s.productId) w.push(`u.product_id = ${sql.add(s.productId)}`);
-  if (s.accountId !== undefined) w.push(`u.account_id = ${sql.add(s.accountId)}`);
-  if (s.licenseId !== undefined) w.push(`u.license_id = ${sql.add(s.licenseId)}`);
-  return `SELECT date_trunc('${s.interval}', u.day::timestamp) AS b, nullif(u.account_id, '') AS a, nullif(u.license_id, '') AS l
-            FROM rm_usage_days u WHERE ${w.join(' AND ')} GROUP BY u.day, u.product_id, u.account_id, u.license_id HAVING sum(u.events) > 0`;
+  // A range ending now counts its current day whole.
+  const to = toNow ? new Date(Math.ceil(s.to.getTime() / DAY_MS) * DAY_MS) : s.to;
+  if (s.from.getTime() % DAY_MS !== 0 || to.getTime() % DAY_MS !== 0) return undefined;
+  return `SELECT date_trunc('${s.interval}', day::timestamp) AS b, nullif(account_id, '') AS a, nullif(license_id, '') AS l
+            FROM rm_usage_days WHERE ${usageDaysWhere(s, sql, to).join(' AND ')} GROUP BY day, product_id, account_id, license_id HAVING sum(events) > 0`;
 }
 
 /**
