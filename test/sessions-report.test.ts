@@ -1,15 +1,12 @@
 // Sessions list, stats and release health, and an exception group's trend, over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. Right answers worked out by hand in the comments.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, get, readOnlyKey, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
+import { createTenant, foldReadModel, get, readOnlyKey, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
 let readerKey: string;
 let fingerprint: string;
-const silent = { warn() {}, info() {}, error() {} } as never;
 const sid = (i: number) => `00000000-0000-4000-8000-00000000000${i}`;
 
 // s1 u1 1.0 Mar 2 10:00, ended normal after 60 s              → healthy
@@ -62,9 +59,7 @@ before(async () => {
   await end(4, '2026-03-03T12:10:00Z', 'sdk_recovery');
   await start(5, 'u3', '2.0', '2026-03-04T08:00:00Z');
   await exception('x3', 'u3', '2.0', '2026-03-04T09:00:00Z', 'non_fatal');
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
-  assert.equal(await jobs.runOnce('rollups'), true);
-  await jobs.stop();
+  await foldReadModel(t.db);
 });
 after(async () => t.close());
 
@@ -121,9 +116,7 @@ describe('sessions', () => {
       });
       assert.equal(res.statusCode, 200, res.body);
     }
-    const jobs = startJobs(t.db, [rollupJob(60)], silent);
-    assert.equal(await jobs.runOnce('rollups'), true);
-    await jobs.stop();
+    await foldReadModel(t.db);
     const body = await ok('/v1/sessions/stats?from=2026-03-02T15:00&to=2026-03-02T17:00&tz=Asia/Kathmandu&interval=hour', other.adminKey);
     assert.equal(body.sessions, 3);
     assert.deepEqual(body.data, [

@@ -1,14 +1,11 @@
 // The versions, accounts-over-time and environment reports over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. Right answers worked out by hand in the comments.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, createTenant, event, foldReadModel, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
 let tenantId: string;
-const silent = { warn() {}, info() {}, error() {} } as never;
 const env = (data: object) => ({ headers: { 'x-environment-data': Buffer.from(JSON.stringify(data)).toString('base64') } });
 
 // 1.0 (released 2026-05-01, archived after the events), 2.0 (released 2026-05-11). UTC:
@@ -32,11 +29,7 @@ async function archiveVersion(adminKey: string, productId: string, v: string): P
   });
   assert.equal(patch.statusCode, 200, patch.body);
 }
-async function fold(): Promise<void> {
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
-  assert.equal(await jobs.runOnce('rollups'), true);
-  await jobs.stop();
-}
+const fold = () => foldReadModel(t.db);
 const e = (actor: string, v: string, timestamp: string, account?: string) =>
   event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
 

@@ -3,6 +3,8 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { buildApp, type AppDeps } from '../../src/app.js';
+import { rollupJob } from '../../src/jobs/rollups.js';
+import { startJobs } from '../../src/jobs/runner.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { DEFAULT_PLANS, type PlanName } from '../../src/domain/plans.js';
 import type { App } from '../../src/http/context.js';
@@ -132,4 +134,13 @@ export async function judge(app: App, key: string, e: unknown): Promise<{ status
   const res = await postEvents(app, key, [e]);
   if (res.statusCode !== 200 && res.statusCode !== 207) throw new Error(`batch: ${res.statusCode} ${res.body}`);
   return { ...res.json().results[0], code: res.statusCode };
+}
+
+/** One run of the real rollup job over what is stored: the read model folded, as the server's job would. */
+export async function foldReadModel(db: Db): Promise<void> {
+  const silent = { warn() {}, info() {}, error() {} } as never;
+  const jobs = startJobs(db, [rollupJob(60)], silent);
+  const ran = await jobs.runOnce('rollups');
+  await jobs.stop();
+  if (!ran) throw new Error('the rollup job did not run');
 }
