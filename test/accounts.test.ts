@@ -1,10 +1,22 @@
 // Account and license endpoints over app.inject against a real store. The rollup job runs for real
-// (startJobs(...).runOnce) instead of on its timer; the fixture's numbers are computed by hand.
+// (foldReadModel, or startJobs(...).runOnce) instead of on its timer; the fixture's numbers are computed by hand.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rollupJob, type RollupOptions } from '../src/jobs/rollups.js';
 import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, createProduct, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import {
+  ADMIN_TOKEN,
+  createProduct,
+  createTenant,
+  event,
+  foldReadModel,
+  get,
+  postEvents,
+  SILENT_LOG,
+  startTestApp,
+  tenantWithProduct,
+  type TestApp,
+} from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -12,12 +24,7 @@ after(async () => t.close());
 
 const DAY = 86_400_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
-const silent = { warn() {}, info() {}, error() {} } as never;
-async function refresh(options: RollupOptions = {}) {
-  const jobs = startJobs(t.db, [rollupJob(60, options)], silent);
-  assert.equal(await jobs.runOnce('rollups'), true);
-  await jobs.stop();
-}
+const refresh = (options: RollupOptions = {}) => foldReadModel(t.db, options);
 
 async function fixture(options: RollupOptions = {}) {
   const tenant = await tenantWithProduct(t.app, 'business');
@@ -375,7 +382,7 @@ describe('accounts and licenses', () => {
     const batch = (n: number) => Array.from({ length: n }, (_, i) => event({ actor_id: `s${i % 3}`, account_id: 'sliced', timestamp: ago(3_600_000) }));
     await refresh(); // what earlier tests left, folded first
     // Slices one transaction id wide (a budget of 0 ms never lets them widen): each batch is a slice of its own.
-    const jobs = startJobs(t.db, [rollupJob(60, { sliceMs: 0, initialWidth: 1 })], silent);
+    const jobs = startJobs(t.db, [rollupJob(60, { sliceMs: 0, initialWidth: 1 })], SILENT_LOG);
     for (const n of [3, 4, 5]) assert.equal((await postEvents(t.app, tenant.ingestKey, batch(n))).statusCode, 200);
     assert.equal(await jobs.runOnce('rollups'), true);
     const first = (await get(t.app, tenant.adminKey, '/v1/accounts/sliced')).json();

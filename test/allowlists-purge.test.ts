@@ -1,10 +1,9 @@
 // Allowlists and the product purge job over app.inject against a real store; the purge job is run
-// directly (startJobs(...).runOnce) instead of waiting for its timer.
+// directly (runJob: startJobs(...).runOnce) instead of waiting for its timer.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { productPurgeJob } from '../src/jobs/product-purge.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, event, get, judge, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, event, get, judge, postEvents, runJob, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -12,7 +11,6 @@ after(async () => t.close());
 
 const send = (method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, key: string, payload?: object) =>
   t.app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(payload ? { payload } : {}) });
-const silent = { warn() {}, info() {}, error() {} } as never;
 
 describe('allowlists', () => {
   it('is off by default; when on, events outside it are ALLOWLIST_REJECTED, with * wildcards', async () => {
@@ -108,9 +106,7 @@ describe('product lifecycle: deleting → purged → gone', () => {
       started_at: '2026-01-01T00:00:00Z',
     });
     assert.equal((await send('DELETE', '/v1/products/app', tenant.adminKey)).statusCode, 202);
-    const jobs = startJobs(t.db, [productPurgeJob()], silent);
-    assert.equal(await jobs.runOnce('product-purge'), true);
-    await jobs.stop();
+    await runJob(t.db, productPurgeJob());
     assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app')).statusCode, 404, 'the product is gone');
     const [events] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenant.id]);
     assert.equal(events!.n, 1, "only the other product's event is left");
@@ -134,9 +130,7 @@ describe('product lifecycle: deleting → purged → gone', () => {
     const { purgeProductChunk } = await import('../src/storage/purge.js');
     assert.equal(await purgeProductChunk(t.db, tenant.id, tenant.productId, 7), 7);
     assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app')).json().status, 'deleting');
-    const jobs = startJobs(t.db, [productPurgeJob()], silent);
-    await jobs.runOnce('product-purge');
-    await jobs.stop();
+    await runJob(t.db, productPurgeJob());
     assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app')).statusCode, 404);
     const [events] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [tenant.id]);
     assert.equal(events!.n, 0);

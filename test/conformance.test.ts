@@ -3,9 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, event, foldReadModel, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -14,14 +12,7 @@ after(async () => t.close());
 const HOUR = 3_600_000;
 
 /** Runs the rollup job once (the read model's fold), as its timer would. */
-async function fold(): Promise<void> {
-  const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
-  try {
-    for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-  } finally {
-    await jobs.stop();
-  }
-}
+const fold = () => foldReadModel(t.db);
 
 describe('CONTRACT.md, Accounts and licenses: "?limit= (default 50, max 500) … The same pagination everywhere in the API"', () => {
   it('the drill-down lists of funnels and retention (POST bodies) default to 50 rows, take 500, refuse 501', async () => {

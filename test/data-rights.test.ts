@@ -1,5 +1,5 @@
 // Data rights over HTTP on a real store (PGlite in memory, or TEST_DATABASE_URL): erasure, export and
-// raw-event retention. The jobs run for real (startJobs(...).runOnce) instead of on their timers;
+// raw-event retention. The jobs run for real (runJob: startJobs(...).runOnce) instead of on their timers;
 // the clock of the retention job is real, the events' timestamps are placed around its cutoff.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,10 +7,9 @@ import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { actorErasureJob, eventRetentionJob } from '../src/jobs/data-rights.js';
 import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
 import { DEFAULT_PLANS } from '../src/domain/plans.js';
 import { LOCKS } from '../src/storage/db.js';
-import { ADMIN_TOKEN, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, event, get, postEvents, runJob, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -18,12 +17,6 @@ after(async () => t.close());
 
 const DAY = 86_400_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
-const silent = { warn() {}, info() {}, error() {} } as never;
-async function runJob(job: Parameters<typeof startJobs>[1][number]) {
-  const jobs = startJobs(t.db, [job], silent);
-  assert.equal(await jobs.runOnce(job.name), true);
-  await jobs.stop();
-}
 const ENV = Buffer.from(JSON.stringify({ os: 'Linux', locale: 'de-DE' })).toString('base64');
 
 /** Rows per raw and derived table that name one of `actors`, for the tenant. */
@@ -82,7 +75,7 @@ async function fixture() {
   }
   const link = { anonymous_actor_id: 'anon-a', identified_actor_id: 'alice', identified_at: ago(1000), product: 'app', product_version: null };
   assert.equal((await post('/v1/actors/identify', link)).statusCode, 200);
-  await runJob(rollupJob(60));
+  await runJob(t.db, rollupJob(60));
   return tenant;
 }
 
@@ -104,7 +97,7 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     assert.equal(res.headers.location, erasure.status_url);
     assert.equal(erasure.status_url, `/v1/actor-erasures/${erasure.id}`);
 
-    await runJob(actorErasureJob());
+    await runJob(t.db, actorErasureJob());
     const done = (await get(t.app, tenant.adminKey, erasure.status_url)).json();
     assert.equal(done.status, 'done', JSON.stringify(done));
     assert.ok(done.completed_at);
@@ -118,7 +111,7 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     assert.deepEqual(await holdings(tenant.id, ['bob']), bobBefore, 'bob untouched');
     const [facts] = await t.db.query<{ n: number }>('SELECT coalesce(sum(events), 0)::int AS n FROM rm_usage_days WHERE tenant_id = $1', [tenant.id]);
     assert.equal(facts!.n, 2, "the derived counts lost alice's events, and only hers");
-    await runJob(rollupJob(60));
+    await runJob(t.db, rollupJob(60));
     const acme = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();
     assert.deepEqual([acme.counts.events, acme.counts.active_actors], [2, 1], JSON.stringify(acme));
 
@@ -160,7 +153,7 @@ describe(
       try {
         await step.query('BEGIN');
         await step.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
-        const erasing = runJob(actorErasureJob());
+        const erasing = runJob(t.db, actorErasureJob());
         await new Promise((r) => setTimeout(r, 500));
         assert.equal((await get(t.app, tenant.adminKey, res.json().status_url)).json().status, 'pending', 'the erasure waits for the step');
         await step.query('COMMIT');
@@ -180,7 +173,7 @@ describe(
       try {
         await erasure.query('BEGIN');
         await erasure.query('SELECT pg_advisory_xact_lock($1)', [LOCKS.readModelWrites]);
-        const folding = runJob(rollupJob(60));
+        const folding = runJob(t.db, rollupJob(60));
         const first = await Promise.race([folding.then(() => 'job'), new Promise((r) => setTimeout(() => r('waiting'), 500))]);
         assert.equal(first, 'waiting', 'the step waits for the erasure');
         await erasure.query('COMMIT');
@@ -247,13 +240,13 @@ describe('raw-event retention', () => {
       payload: { event_retention_days: 30 },
     });
     assert.equal(patch.json().event_retention_days, 30);
-    await runJob(eventRetentionJob(0, DEFAULT_PLANS));
+    await runJob(t.db, eventRetentionJob(0, DEFAULT_PLANS));
     const left = async (id: string) => (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE tenant_id = $1', [id]))[0]!.n;
     assert.equal(await left(limited.id), 2);
     assert.equal(await left(kept.id), 3, 'no retention set: kept forever');
 
     // The server-wide default applies where neither the tenant nor its plan sets one; a plan's setting wins over it.
-    await runJob(eventRetentionJob(10, DEFAULT_PLANS));
+    await runJob(t.db, eventRetentionJob(10, DEFAULT_PLANS));
     assert.equal(await left(kept.id), 1);
     assert.equal(await left(limited.id), 2, "the tenant's own 30 days win over the default");
   });

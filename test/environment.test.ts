@@ -3,9 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { v7 as uuidv7 } from 'uuid';
 import { mergePlans } from '../src/domain/plans.js';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { countStored, event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { countStored, event, foldReadModel, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -243,9 +241,7 @@ describe('environment_context of an exception (CONTRACT.md "Sessions and excepti
     };
     // An event-level filter (category) is answered from raw events.
     for (const field of ['os', 'locale'] as const) assert.deepEqual(await shares(field, '&category=ui'), { source: 'events', values: expected[field] }, field);
-    const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
-    assert.equal(await jobs.runOnce('rollups'), true);
-    await jobs.stop();
+    await foldReadModel(t.db);
     for (const field of ['os', 'locale'] as const) assert.deepEqual(await shares(field, ''), { source: 'read_model', values: expected[field] }, field);
   });
 });

@@ -1,9 +1,7 @@
 // The event explorer, its NDJSON and CSV export, and CSV on reports, over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, event, foldReadModel, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 let tenant: Awaited<ReturnType<typeof tenantWithProduct>>;
@@ -135,12 +133,7 @@ describe('GET /v1/events', () => {
 });
 
 describe('GET /v1/events with a version filter (the hourly counts bound the walk)', () => {
-  const silent = { warn() {}, info() {}, error() {} } as never;
-  const fold = async () => {
-    const jobs = startJobs(t.db, [rollupJob(60)], silent);
-    assert.equal(await jobs.runOnce('rollups'), true);
-    await jobs.stop();
-  };
+  const fold = () => foldReadModel(t.db);
 
   it('finds events the read model has folded and those it has not, page by page', async () => {
     const own = await tenantWithProduct(t.app, 'business');

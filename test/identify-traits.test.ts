@@ -1,15 +1,12 @@
 // identify's optional traits over app.inject against a real store (PGlite, or PostgreSQL at TEST_DATABASE_URL), read back through GET /v1/accounts/{id}/actors after a real rollup run; nothing faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, foldReadModel, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
 after(async () => t.close());
 
-const silent = { warn() {}, info() {}, error() {} } as never;
 const hourAgo = () => new Date(Date.now() - 3_600_000).toISOString();
 
 function identify(key: string, body: Record<string, unknown>) {
@@ -22,9 +19,7 @@ function identify(key: string, body: Record<string, unknown>) {
 }
 
 async function actors(adminKey: string): Promise<{ actor_id: string; traits: Record<string, unknown> | null }[]> {
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
-  assert.equal(await jobs.runOnce('rollups'), true);
-  await jobs.stop();
+  await foldReadModel(t.db);
   const res = await get(t.app, adminKey, '/v1/accounts/acme/actors');
   assert.equal(res.statusCode, 200, res.body);
   return res.json().data;

@@ -3,8 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { deadLetterRetentionJob } from '../src/jobs/dead-letter-retention.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, get, postEvents, runJob, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -83,14 +82,9 @@ describe('GET /v1/invalid-events', () => {
   it('keeps dead letters for the retention period, then the job removes them', async () => {
     const tenant = await tenantWithProduct(t.app);
     await postEvents(t.app, tenant.ingestKey, [event({ product: 'ghost' })]);
-    const silent = { warn() {}, info() {}, error() {} } as never;
-    const soon = startJobs(t.db, [deadLetterRetentionJob(30)], silent, () => new Date(Date.now() + 29 * 86_400_000));
-    assert.equal(await soon.runOnce('dead-letter-retention'), true);
-    await soon.stop();
+    await runJob(t.db, deadLetterRetentionJob(30), { now: () => new Date(Date.now() + 29 * 86_400_000) });
     assert.equal((await get(t.app, tenant.adminKey, '/v1/invalid-events')).json().data.length, 1);
-    const later = startJobs(t.db, [deadLetterRetentionJob(30)], silent, () => new Date(Date.now() + 31 * 86_400_000));
-    await later.runOnce('dead-letter-retention');
-    await later.stop();
+    await runJob(t.db, deadLetterRetentionJob(30), { now: () => new Date(Date.now() + 31 * 86_400_000) });
     assert.equal((await get(t.app, tenant.adminKey, '/v1/invalid-events')).json().data.length, 0);
   });
 });

@@ -1,12 +1,11 @@
 // The read model against raw events, on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs for real, and a crash is a fold whose transaction throws.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
+import type { FastifyBaseLogger } from 'fastify';
 import { compactDay, mergeMonthsStep } from '../src/storage/read-model/compact.js';
 import { LOCKS } from '../src/storage/db.js';
 import { foldStep, foldStepDone } from '../src/storage/rollups.js';
-import { event, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, foldReadModel, post, postEvents, SILENT_LOG, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 
@@ -18,7 +17,6 @@ async function identify(ingestKey: string, anonymous: string, user: string, iden
 before(async () => (t = await startTestApp()));
 after(async () => t.close());
 
-const silent = { warn() {}, info() {}, error() {} } as never;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 // Fixed instants, so that days are known: "today" is 2 hours ago, the late events 10 days before.
@@ -26,17 +24,9 @@ const base = Date.now() - 2 * HOUR;
 const at = (ms: number) => new Date(base + ms).toISOString();
 const dayOf = (ms: number) => new Date(base + ms).toISOString().slice(0, 10);
 
-async function runJob(sliceMs = 10_000, width = 256, log: unknown = silent, mergeKeys?: number): Promise<void> {
-  const jobs = startJobs(
-    t.db,
-    [rollupJob(60, { sliceMs, initialWidth: width, vacuumEveryMs: 0, ...(mergeKeys !== undefined && { mergeKeys, slowStepMs: 0.001 }) })],
-    log as never,
-  );
-  try {
-    for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-  } finally {
-    await jobs.stop();
-  }
+/** One run of the rollup job, slices of `sliceMs` and `width` transaction ids first, no VACUUM wait; with `mergeKeys`, month merges of at most so many keys, each step logged. */
+async function runJob(sliceMs = 10_000, width = 256, log?: FastifyBaseLogger, mergeKeys?: number): Promise<void> {
+  await foldReadModel(t.db, { sliceMs, initialWidth: width, vacuumEveryMs: 0, ...(mergeKeys !== undefined && { mergeKeys, slowStepMs: 0.001 }) }, log);
 }
 
 /** What a fold step takes whole: every range summarised, every ended transaction folded, in one slice. */
@@ -339,7 +329,7 @@ describe("rm_actor_months' merge", () => {
 
     // The job finishes the merge, 4 keys a step at most: one merged row per key, the same answers.
     const steps: { step: string; keys: number; limit: number }[] = [];
-    const log = { ...(silent as object), warn: (o: { step: string; keys: number; limit: number }) => void (o.step === 'merge months' && steps.push(o)) };
+    const log = { ...SILENT_LOG, warn: (o: { step: string; keys: number; limit: number }) => void (o.step === 'merge months' && steps.push(o)) } as never;
     await runJob(10_000, 256, log, 4);
     assert.ok(steps.length >= Math.ceil(part.due / 4) && steps.length > 1, `${steps.length} steps for ${part.due} keys`);
     assert.ok(
@@ -360,15 +350,9 @@ describe("rm_actor_months' rewrite", () => {
     const batch = Array.from({ length: 6 }, (_, j) => event({ actor_id: `w${j}`, timestamp: at(j * 60_000), account_id: 'acme' }));
     assert.equal((await postEvents(t.app, tn.ingestKey, batch)).statusCode, 200);
     const logged: string[] = [];
-    const log = { ...(silent as object), warn: (o: { step: string }) => logged.push(o.step) } as never;
-    const run = async (monthsBloat?: { ratio: number; minPages: number }) => {
-      const jobs = startJobs(t.db, [rollupJob(60, { vacuumEveryMs: 0, slowStepMs: 0.001, ...(monthsBloat && { monthsBloat }) })], log);
-      try {
-        for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-      } finally {
-        await jobs.stop();
-      }
-    };
+    const log = { ...SILENT_LOG, warn: (o: { step: string }) => logged.push(o.step) } as never;
+    const run = (monthsBloat?: { ratio: number; minPages: number }) =>
+      foldReadModel(t.db, { vacuumEveryMs: 0, slowStepMs: 0.001, ...(monthsBloat && { monthsBloat }) }, log);
     await run();
     assert.ok(logged.includes('vacuum rm_actor_months'), logged.join(', '));
     assert.ok(!logged.includes('vacuum full rm_actor_months'), 'a table of a few pages is not rewritten by default');
@@ -384,15 +368,8 @@ describe('the rollup job on a busy store', () => {
     const tenant = await tenantWithProduct(t.app, 'business');
     assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ timestamp: at(0) })])).statusCode, 200);
     const logged: { step: string; ms: number }[] = [];
-    const log = { ...(silent as object), warn: (o: { step: string; ms: number }) => logged.push(o) } as never;
-    const run = async (slowStepMs?: number) => {
-      const jobs = startJobs(t.db, [rollupJob(60, { vacuumEveryMs: 0, ...(slowStepMs !== undefined && { slowStepMs }) })], log);
-      try {
-        for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-      } finally {
-        await jobs.stop();
-      }
-    };
+    const log = { ...SILENT_LOG, warn: (o: { step: string; ms: number }) => logged.push(o) } as never;
+    const run = (slowStepMs?: number) => foldReadModel(t.db, { vacuumEveryMs: 0, ...(slowStepMs !== undefined && { slowStepMs }) }, log);
     await run();
     assert.equal(logged.length, 0);
     // Every transaction takes more than a microsecond: each is logged.
@@ -411,14 +388,9 @@ describe('the rollup job on a busy store', () => {
       assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
     }
     const folds: { events: number; cut: boolean }[] = [];
-    const log = { ...(silent as object), warn: (o: { step: string; events: number; cut: boolean }) => void (o.step === 'fold' && folds.push(o)) } as never;
+    const log = { ...SILENT_LOG, warn: (o: { step: string; events: number; cut: boolean }) => void (o.step === 'fold' && folds.push(o)) } as never;
     // 256 ids wide, but a budget of 3 events (0.3 ms at the first cost per event): each 10-event batch is a slice of its own.
-    const jobs = startJobs(t.db, [rollupJob(60, { sliceMs: 0.3, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 })], log);
-    try {
-      assert.equal(await jobs.runOnce('rollups'), true);
-    } finally {
-      await jobs.stop();
-    }
+    await foldReadModel(t.db, { sliceMs: 0.3, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 }, log);
     assert.deepEqual(
       folds.filter((f) => f.events > 0).map((f) => f.events),
       [10, 10, 10, 10, 10],

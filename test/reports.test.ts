@@ -1,13 +1,21 @@
 // Trends and active actors over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. The right answers are worked out by hand in the comments.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { ADMIN_TOKEN, createProduct, createTenant, event, get, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import {
+  ADMIN_TOKEN,
+  createProduct,
+  createTenant,
+  event,
+  foldReadModel,
+  get,
+  postEvents,
+  startTestApp,
+  tenantWithProduct,
+  type TestApp,
+} from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
-const silent = { warn() {}, info() {}, error() {} } as never;
 
 // The fixture (UTC). 2026-01-29 is a Thursday; weeks start on Monday (Jan 26, Feb 2).
 //   a1: Jan 29 10:00 click, Jan 31 23:30 click, Feb 1 10:00 view        (plan free)
@@ -34,9 +42,7 @@ before(async () => {
     event({ actor_id: actor, timestamp, name, account_id: actor === 'a1' ? 'acme' : 'globex', properties: { plan: actor === 'a1' ? 'free' : 'pro' } }),
   );
   assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
-  assert.equal(await jobs.runOnce('rollups'), true);
-  await jobs.stop();
+  await foldReadModel(t.db);
 });
 after(async () => t.close());
 
@@ -454,9 +460,7 @@ describe("active actors across daylight-saving changes (the read model's month r
       event({ actor_id: actor, timestamp, properties: { k: 'v' }, account_id: ids[actor]![0], ...(ids[actor]![1] && { license_id: ids[actor]![1] }) }),
     );
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-    const jobs = startJobs(t.db, [rollupJob(60)], silent);
-    assert.equal(await jobs.runOnce('rollups'), true);
-    await jobs.stop();
+    await foldReadModel(t.db);
   });
   const report = async (query: string) => {
     const res = await get(t.app, admin, `/v1/reports/active-actors?${query}`);

@@ -1,9 +1,7 @@
 // Retention over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL) against a hand-computed fixture; nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { createTenant, event, postEvents, post as postTo, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, event, foldReadModel, post as postTo, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -67,12 +65,7 @@ describe('retention', () => {
     await seed(tenant.ingestKey);
     // The rollup job folds the events once: "any event" retention in UTC weeks reads the read
     // model's actor days (docs/behaviour.md); with a start or return event it reads raw events.
-    const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
-    try {
-      for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await jobs.stop();
-    }
+    await foldReadModel(t.db);
   });
 
   it('first time: cohorts by first open, returns by any event, on and on or after', async () => {
@@ -233,12 +226,7 @@ describe('retention across a month boundary, read model and raw events alike', (
       ...at('m8', '03-31', '04-08').map((e) => ({ ...e, account_id: 'acme' })),
     ];
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-    const jobs = startJobs(t.db, [rollupJob(60)], { warn() {}, info() {}, error() {} } as never);
-    try {
-      for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await jobs.stop();
-    }
+    await foldReadModel(t.db);
   });
   /** The matrix from the read model and from raw events; asserts they are the same. */
   const both = async (q: Record<string, unknown>) => {

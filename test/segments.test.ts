@@ -1,23 +1,13 @@
 // Segments over HTTP on a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real (first seen); nothing is faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rollupJob } from '../src/jobs/rollups.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { event, get, postEvents, readOnlyKey, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, foldReadModel, get, postEvents, readOnlyKey, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
 after(async () => t.close());
 
-const silent = { warn() {}, info() {}, error() {} } as never;
-async function runRollups(): Promise<void> {
-  const jobs = startJobs(t.db, [rollupJob(60)], silent);
-  try {
-    for (let i = 0; i < 50 && !(await jobs.runOnce('rollups')); i++) await new Promise((r) => setTimeout(r, 100));
-  } finally {
-    await jobs.stop();
-  }
-}
+const runRollups = () => foldReadModel(t.db);
 
 const CLICK = { category: 'ui', name: 'click' };
 const OPEN = { category: 'ui', name: 'open' };

@@ -3,8 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { v7 as uuidv7 } from 'uuid';
 import { sessionTimeoutJob } from '../src/jobs/session-timeouts.js';
-import { startJobs } from '../src/jobs/runner.js';
-import { event, get, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { event, get, post, postEvents, runJob, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -64,17 +63,7 @@ async function sessionCount(tenantId: string): Promise<number> {
  * timeout tests use old instants (2001) that no other open session in a shared database is behind.
  */
 async function runTimeouts(now: Date): Promise<void> {
-  const silent = { warn() {}, info() {}, error() {} } as never;
-  const jobs = startJobs(t.db, [sessionTimeoutJob(t.config.sessionTimeoutMinutes)], silent, () => now);
-  try {
-    for (let attempt = 0; attempt < 50; attempt++) {
-      if (await jobs.runOnce('session-timeouts')) return;
-      await new Promise((r) => setTimeout(r, 100)); // another process holds the job's lock
-    }
-    assert.fail('the session-timeouts job never got its lock');
-  } finally {
-    await jobs.stop();
-  }
+  await runJob(t.db, sessionTimeoutJob(t.config.sessionTimeoutMinutes), { now: () => now });
 }
 const timeoutMs = () => t.config.sessionTimeoutMinutes * 60_000;
 const plus = (iso: string, ms: number) => new Date(Date.parse(iso) + ms);

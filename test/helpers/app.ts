@@ -1,10 +1,11 @@
 // Real store, real app: PGlite in memory by default, the PostgreSQL server at TEST_DATABASE_URL
 // when set. Nothing is mocked; each test makes its own tenant through the operator API.
-import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyBaseLogger, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { buildApp, type AppDeps } from '../../src/app.js';
-import { rollupJob } from '../../src/jobs/rollups.js';
-import { startJobs } from '../../src/jobs/runner.js';
+import { rollupJob, type RollupOptions } from '../../src/jobs/rollups.js';
+import { startJobs, type Job } from '../../src/jobs/runner.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { DEFAULT_PLANS, type PlanName } from '../../src/domain/plans.js';
 import type { App } from '../../src/http/context.js';
@@ -136,11 +137,28 @@ export async function judge(app: App, key: string, e: unknown): Promise<{ status
   return { ...res.json().results[0], code: res.statusCode };
 }
 
+/** A logger that says nothing: what the jobs run by tests are given unless a test reads their log. */
+export const SILENT_LOG = { warn() {}, info() {}, error() {} } as unknown as FastifyBaseLogger;
+
+/**
+ * One run of a job, for real (startJobs(...).runOnce), as the server's timer would run it. Test
+ * files run side by side on one PostgreSQL database, so another file may hold the job's advisory
+ * lock: the run is tried again every 100 ms, and the test fails if the job never ran (5 s).
+ */
+export async function runJob(db: Db, job: Job, options: { log?: FastifyBaseLogger; now?: () => Date } = {}): Promise<void> {
+  const jobs = startJobs(db, [job], options.log ?? SILENT_LOG, options.now);
+  try {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      if (await jobs.runOnce(job.name)) return;
+      await sleep(100);
+    }
+    throw new Error(`the ${job.name} job never ran: another process held its lock, or it failed each time`);
+  } finally {
+    await jobs.stop();
+  }
+}
+
 /** One run of the real rollup job over what is stored: the read model folded, as the server's job would. */
-export async function foldReadModel(db: Db): Promise<void> {
-  const silent = { warn() {}, info() {}, error() {} } as never;
-  const jobs = startJobs(db, [rollupJob(60)], silent);
-  const ran = await jobs.runOnce('rollups');
-  await jobs.stop();
-  if (!ran) throw new Error('the rollup job did not run');
+export async function foldReadModel(db: Db, options: RollupOptions = {}, log?: FastifyBaseLogger): Promise<void> {
+  await runJob(db, rollupJob(60, options), { ...(log && { log }) });
 }
