@@ -592,6 +592,29 @@ describe('report rules', () => {
     );
   });
 
+  it("a filter by name with a product counts that name in each of the product's categories, not another product's", async () => {
+    // Product app: 'open' in ui (y1, Jan 29), in sys (y2, Jan 30) and in zz (y3, Jan 30), 'close' in
+    // mm (y1); product cli: 'open' in aa (y4). So app's 'open': 3 events of 3 actors; cli's: 1.
+    const tenant = await tenantWithProduct(t.app, 'business');
+    await createProduct(t.app, tenant.adminKey, 'cli');
+    const batch = [
+      event({ actor_id: 'y1', timestamp: '2026-01-29T10:00:00Z', name: 'open', category: 'ui' }),
+      event({ actor_id: 'y2', timestamp: '2026-01-30T10:00:00Z', name: 'open', category: 'sys' }),
+      event({ actor_id: 'y3', timestamp: '2026-01-30T11:00:00Z', name: 'open', category: 'zz' }),
+      event({ actor_id: 'y1', timestamp: '2026-01-30T12:00:00Z', name: 'close', category: 'mm' }),
+      event({ actor_id: 'y4', timestamp: '2026-01-30T13:00:00Z', name: 'open', category: 'aa', product: 'cli' }),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    const total = async (query: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/reports/trends?${RANGE}&${query}`);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json().series[0].total;
+    };
+    assert.deepEqual(await total('name=open&product=app'), { events: 3, actors: 3 });
+    assert.deepEqual(await total('name=open&product=cli'), { events: 1, actors: 1 });
+    assert.deepEqual(await total('name=open'), { events: 4, actors: 4 });
+  });
+
   it("another tenant sees none of this tenant's data", async () => {
     const other = await createTenant(t.app, 'business');
     const trends = (await get(t.app, other.adminKey, `/v1/reports/trends?${RANGE}`)).json();

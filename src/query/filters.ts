@@ -172,12 +172,17 @@ export function rawEvents(f: Filters, sql: Params, columns: string, joins = '', 
  * instead of every event of the range (docs/reports.md, "Filters by name").
  */
 function eventCategories(tenant: string, product: string | undefined): string {
-  const of = product ? `tenant_id = ${tenant} AND product_id = ${product}` : `tenant_id = ${tenant}`;
+  // With a product, the probe asks for the next category of that product: a row comparison over
+  // (product_id, category) next to product_id = … is not a start key for the index, and each probe
+  // then walked the product's entries up to the next category (437 ms a probe at 10M events).
+  const [of, key, after] = product
+    ? [`tenant_id = ${tenant} AND product_id = ${product}`, 'category', 'category > c.cat']
+    : [`tenant_id = ${tenant}`, 'product_id, category', '(product_id, category) > (c.p, c.cat)'];
   return `ARRAY(WITH RECURSIVE c(p, cat) AS (
-    (SELECT product_id, category FROM events WHERE ${of} ORDER BY product_id, category LIMIT 1)
+    (SELECT product_id, category FROM events WHERE ${of} ORDER BY ${key} LIMIT 1)
     UNION ALL
     SELECT x.product_id, x.category FROM c, LATERAL (
-      SELECT product_id, category FROM events WHERE ${of} AND (product_id, category) > (c.p, c.cat) ORDER BY product_id, category LIMIT 1) x)
+      SELECT product_id, category FROM events WHERE ${of} AND ${after} ORDER BY ${key} LIMIT 1) x)
   SELECT DISTINCT cat FROM c)`;
 }
 
