@@ -148,8 +148,9 @@ export function rawEvents(f: Filters, sql: Params, columns: string, joins = '', 
   const s = f.scope;
   const tenant = sql.add(s.tenantId);
   const product = s.productId ? sql.add(s.productId) : undefined;
-  // A name without its category, read from the table: the index's leading columns as lists (below).
-  const byName = f.name !== undefined && f.category === undefined && source === 'events';
+  // A name read from the table goes through events_by_name, whose leading columns the filters give
+  // as lists where they do not name them: the tenant's products, and a name's categories (below).
+  const byName = f.name !== undefined && source === 'events';
   const where = [`e.tenant_id = ${tenant}`, `e.occurred_at >= ${sql.add(s.from)}`, `e.occurred_at < ${sql.add(s.to)}`];
   if (product) where.push(`e.product_id = ${product}`);
   else if (byName) where.push(`e.product_id = ANY(${tenantProducts(tenant)})`);
@@ -158,7 +159,7 @@ export function rawEvents(f: Filters, sql: Params, columns: string, joins = '', 
   if (s.licenseId !== undefined) where.push(`e.license_id = ${sql.add(s.licenseId)}`);
   if (f.category !== undefined) where.push(`e.category = ${sql.add(f.category)}`);
   if (f.name !== undefined) where.push(`e.name = ${sql.add(f.name)}`);
-  if (byName) where.push(`e.category = ANY(${eventCategories(tenant, product)})`);
+  if (byName && f.category === undefined) where.push(`e.category = ANY(${eventCategories(tenant, product)})`);
   for (const [k, v] of f.properties) where.push(`e.properties ->> ${sql.add(k)} = ${sql.add(v)}`);
   if (f.segment) where.push(segmentWhere(f, sql, ACTOR));
   return `SELECT ${columns} FROM ${source} e LEFT JOIN actor_links l ON l.tenant_id = e.tenant_id AND l.anonymous_actor_id = e.actor_id ${joins} WHERE ${where.join(' AND ')}`;
