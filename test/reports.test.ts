@@ -284,6 +284,60 @@ describe('GET /v1/reports/trends', () => {
   });
 });
 
+describe('trends of a period that ends inside a day', () => {
+  it('reads its whole days from the read model and the day it ends in from raw events, each actor counted once', async () => {
+    // 2026-03-01 (a Sunday) to 2026-03-04 12:00 UTC: Mar 1–3 from the read model, Mar 4 00:00–12:00
+    // from raw events. Folded: b1 Mar 1 and Mar 4 09:00; b2 Mar 3 and Mar 4 10:00; b3 (acme) Mar 4
+    // 11:59:59; b4 at 12:00 and b5 on Feb 28 fall outside. Sent after the fold: b6 on Mar 2 (the read
+    // model has not seen it: it does not count) and b7 Mar 4 08:00 (raw events see it: it counts).
+    // Days: Mar 1 1/1, Mar 2 0/0, Mar 3 1/1, Mar 4 4 events of b1, b2, b3, b7. Total 6 events, 4 actors.
+    // Weeks from Monday: Feb 23 (Mar 1) 1/1; Mar 2 5 events of b1, b2, b3, b7 (b2 on both sides, once).
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const at = (actor: string, timestamp: string, account?: string) => event({ actor_id: actor, timestamp, ...(account && { account_id: account }) });
+    const folded = [
+      at('b1', '2026-03-01T10:00:00Z'),
+      at('b1', '2026-03-04T09:00:00Z'),
+      at('b2', '2026-03-03T23:30:00Z'),
+      at('b2', '2026-03-04T10:00:00Z'),
+      at('b3', '2026-03-04T11:59:59Z', 'acme'),
+      at('b4', '2026-03-04T12:00:00Z'),
+      at('b5', '2026-02-28T23:59:00Z'),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, folded)).statusCode, 200);
+    await foldReadModel(t.db);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [at('b6', '2026-03-02T10:00:00Z'), at('b7', '2026-03-04T08:00:00Z')])).statusCode, 200);
+    const trends = async (query: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/reports/trends?from=2026-03-01&to=2026-03-04T12:00:00Z&${query}`);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json();
+    };
+    const days = await trends('interval=day');
+    assert.equal(days.source, 'read_model');
+    assert.deepEqual(points(days.series[0]), [
+      ['2026-03-01', 1, 1],
+      ['2026-03-02', 0, 0],
+      ['2026-03-03', 1, 1],
+      ['2026-03-04', 4, 4],
+    ]);
+    assert.deepEqual(days.series[0].total, { events: 6, actors: 4 });
+    const weeks = await trends('interval=week');
+    assert.deepEqual(points(weeks.series[0]), [
+      ['2026-02-23', 1, 1],
+      ['2026-03-02', 5, 4],
+    ]);
+    assert.deepEqual(weeks.series[0].total, { events: 6, actors: 4 });
+    const byAccount = await trends('interval=day&breakdown=account');
+    assert.equal(byAccount.source, 'read_model');
+    assert.deepEqual(
+      byAccount.series.map((x: { breakdown_value: string | null; total: unknown }) => [x.breakdown_value, x.total]),
+      [
+        [null, { events: 5, actors: 3 }],
+        ['acme', { events: 1, actors: 1 }],
+      ],
+    );
+  });
+});
+
 describe('GET /v1/reports/active-actors', () => {
   it('DAU, WAU and MAU rolling across the month boundary, stickiness and lifecycle (UTC: the read model)', async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}`);

@@ -69,11 +69,21 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   // Accounts and licenses are kept per UTC day, everything else per UTC hour: the bounds must fall on them.
   const grain = perAccount ? DAY_MS : HOUR_MS;
   if (perAccount && (!UTC_ZONES.has(s.tz) || s.interval === 'hour')) return undefined;
-  const to = toNow ? new Date(Math.ceil(s.to.getTime() / grain) * grain) : s.to;
+  let to = toNow ? new Date(Math.ceil(s.to.getTime() / grain) * grain) : s.to;
+  // A period that ends inside a local day (the previous period of a range that ends now ends at
+  // the same time of day): its whole days from the read model, the day it ends in from raw events,
+  // from that day's midnight (`tail`) to the end; the two meet per actor below, so no actor counts twice.
+  let tail: Date | undefined;
+  if (!toNow && s.interval !== 'hour') {
+    const end = localDate(s.to, s.tz);
+    const midnight = zonedMidnight(end.y, end.m, end.d, s.tz);
+    if (midnight > s.from && midnight < s.to) [tail, to] = [midnight, midnight];
+  }
   if (s.from.getTime() % grain !== 0 || to.getTime() % grain !== 0) return undefined;
   const first = localDate(s.from, s.tz);
   const last = localDate(new Date(to.getTime() - 1), s.tz);
-  if (!wholeHourDays(s.tz, first, last)) return undefined;
+  const lastBucketDay = tail ? localDate(new Date(s.to.getTime() - 1), s.tz) : last;
+  if (!wholeHourDays(s.tz, first, lastBucketDay)) return undefined;
   // Actors per day, week or month come from local days: the bounds must be local midnights.
   const midnight = (d: Date) => {
     const l = localDate(d, s.tz);
@@ -95,14 +105,25 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
     events = `SELECT date_trunc('${i}', hour AT TIME ZONE ${tz()}) AS b, NULL::text AS k, sum(events) AS n FROM rm_event_hours WHERE ${w.join(' AND ')} GROUP BY 1`;
   }
   const k = column ? `nullif(a.${column}, '')` : 'NULL::text';
-  const index = i === 'hour' ? undefined : bucketIndex(i, first, last, sql);
+  const index = i === 'hour' ? undefined : bucketIndex(i, first, lastBucketDay, sql);
+  if (tail && !index) return undefined;
+  // The tail's events per bucket and its (key, actor) bucket masks, from raw events read once, added to the read model's.
+  let tailMasks = '';
+  let tailRows: string | undefined;
+  if (tail && index) {
+    const rawKey = column ? `nullif(e.${column}, '')` : 'NULL::text';
+    tailRows = `t AS MATERIALIZED (${rawEvents({ ...f, scope: { ...s, from: tail, to: s.to } }, sql, `e.occurred_at AS at, ${rawKey} AS k, ${ACTOR} AS actor_id`)})`;
+    const local = `(t.at AT TIME ZONE ${tz()})`;
+    events += ` UNION ALL SELECT date_trunc('${i}', ${local}), k, count(*) FROM t GROUP BY 1, 2`;
+    tailMasks = ` UNION ALL SELECT k, actor_id, bit_or(1::bigint << ${index.of(`${local}::date`)}) FROM t GROUP BY 1, 2`;
+  }
   if (index) {
     // From the month rows (one per actor and month), each row's buckets as one mask; else the actor days.
-    const bucketOf = bucketNumbers(first, last, i as 'day' | 'week' | 'month');
+    const bucketOf = bucketNumbers(first, lastBucketDay, i as 'day' | 'week' | 'month');
     const months = monthBucketMask(f, sql, first, last, bucketOf);
     if (months) {
-      const masks = `SELECT ${k} AS k, a.actor_id, bit_or(${months.mask}) AS mask FROM ${months.from} GROUP BY 1, 2`;
-      return rankedRows(q, s, sql, b, limit, events, maskCounts(masks, b, index));
+      const masks = `SELECT ${k} AS k, a.actor_id, bit_or(${months.mask}) AS mask FROM ${months.from} GROUP BY 1, 2${tailMasks}`;
+      return rankedRows(q, s, sql, b, limit, events, maskCounts(masks, b, index), tailRows);
     }
     const days = localActorDays(f, sql, first, last, `${index.of('a.lday')} AS i, ${k} AS k, a.actor_id`);
     return rankedRows(
@@ -112,7 +133,8 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
       b,
       limit,
       events,
-      maskCounts(`SELECT k, actor_id, bit_or(1::bigint << i) AS mask FROM (${days}) d GROUP BY k, actor_id`, b, index),
+      maskCounts(`SELECT k, actor_id, bit_or(1::bigint << i) AS mask FROM (${days}) d GROUP BY k, actor_id${tailMasks}`, b, index),
+      tailRows,
     );
   }
   const actors =
