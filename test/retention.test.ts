@@ -63,8 +63,9 @@ describe('retention', () => {
   before(async () => {
     tenant = await tenantWithProduct(t.app);
     await seed(tenant.ingestKey);
-    // The rollup job folds the events once: "any event" retention in UTC weeks reads the read
-    // model's actor days (docs/behaviour.md); with a start or return event it reads raw events.
+    // The rollup job folds the events once: "any event" retention, and first-time retention of a
+    // start event with any event as return, read the read model (docs/behaviour.md); with a return
+    // event, or a recurring start event, it reads raw events.
     await foldReadModel(t.db);
   });
 
@@ -86,6 +87,30 @@ describe('retention', () => {
     );
     // wk1: r5 and user-6 (anon-6's open, once); both return in wk2 (r5's open, user-6's click).
     assert.deepEqual([wk1!.size, on(wk1!), onOrAfter(wk1!)], [2, [2, 2, 0, 0], [2, 2, 0, 0]]);
+  });
+
+  it("first time of a start event reads each actor's first time from the read model, as raw events answer", async () => {
+    // A tenant of its own, seeded and folded as above; then r9 opens on Mar 3, not yet folded. The
+    // read model (no filter) does not see r9: wk0 is r1 r2 r3 r7 as above. Raw events (a version
+    // filter reads them) see it: wk0 has 5. Without r9 the two agree cell for cell.
+    const own = await tenantWithProduct(t.app);
+    await seed(own.ingestKey);
+    await foldReadModel(t.db);
+    const matrix = async (extra: Record<string, unknown>) => {
+      const res = await post(own.adminKey, '/v1/retention', { ...base, ...extra });
+      assert.equal(res.statusCode, 200, res.body);
+      return (res.json().cohorts as Cohort[]).map((c) => [c.size, on(c), onOrAfter(c)]);
+    };
+    const expected = [
+      [4, [4, 2, 1, 1], [4, 3, 2, 1]],
+      [2, [2, 2, 0, 0], [2, 2, 0, 0]],
+    ];
+    assert.deepEqual(await matrix({}), expected);
+    assert.deepEqual(await matrix({ product: 'app' }), expected, 'the tenant has one product: the same rows');
+    assert.deepEqual(await matrix({ version: '1.0.0' }), expected);
+    assert.equal((await postEvents(t.app, own.ingestKey, [ev('r9', OPEN, '2026-03-03T10:00:00Z')])).statusCode, 200);
+    assert.deepEqual(await matrix({}), expected, 'the read model has not folded r9');
+    assert.deepEqual((await matrix({ version: '1.0.0' }))[0], [5, [5, 2, 1, 1], [5, 3, 2, 1]], 'raw events count r9');
   });
 
   it('as CSV: the matrix in long form, one row per cohort and period', async () => {

@@ -7,7 +7,7 @@ import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js'
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_DAYS, MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
-import { matchSql, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
+import { hasProps, matchSql, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 import { Params } from '../params.js';
@@ -50,6 +50,23 @@ interface Plan {
 
 /** Retention that the read model answers: "any event" as start and return, by actor, no version filter (the read model keeps no single events). */
 const anyEvent = (scope: Plan['scope'], q: RetentionQuery, by: string) => !q.start_event && !q.return_event && by === 'actor' && scope.version === undefined;
+
+/**
+ * First-time retention of a start event (no property filter) with "any event" as return, by actor,
+ * that the read model answers: rm_actor_event_first keeps each actor's first time per (category,
+ * name) over all its events, so only where the filters keep all of them: no version, account or
+ * license filter, and no product filter unless the tenant has only that product.
+ */
+async function eventFirstTimes(db: Db, scope: Plan['scope'], q: RetentionQuery, by: string, type: Plan['type']): Promise<EventMatcher | undefined> {
+  const start = q.start_event;
+  if (!start || hasProps(start) || q.return_event || by !== 'actor' || type !== 'first_time') return undefined;
+  if (scope.version !== undefined || scope.accountId !== undefined || scope.licenseId !== undefined) return undefined;
+  if (scope.productId) {
+    const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM products WHERE tenant_id = $1', [scope.tenantId]);
+    if (row?.n !== 1) return undefined;
+  }
+  return start;
+}
 
 /**
  * Past MASK_BUCKETS buckets, the read model's actor days (one row per active actor and UTC day,
@@ -121,7 +138,14 @@ const MASK_BUCKETS = 62;
  * local days from the same table), OR'd per actor in one hash aggregate: masks(u, cm, am) for the
  * counts, cohort and active (from the masks) for drill-down. Undefined when it does not apply.
  */
-function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], end: number, now: Date): ((p: Params, seg: string) => string) | undefined {
+function monthCtes(
+  scope: Plan['scope'],
+  type: Plan['type'],
+  bounds: number[],
+  end: number,
+  now: Date,
+  start?: EventMatcher,
+): ((p: Params, seg: string, segFirst: string) => string) | undefined {
   if (bounds.length - 1 > MASK_BUCKETS) return undefined;
   const tz = scope.tz;
   const fromDay = localDate(scope.from, tz);
@@ -145,7 +169,7 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
   if (!clTerms) return undefined;
   const cm = termsBucketMask(cmTerms, bucketOf);
   const am = termsBucketMask(amTerms, bucketOf);
-  return (p, seg) => {
+  return (p, seg, segFirst) => {
     const filters = (alias: string) => {
       const w = [`${alias}.tenant_id = ${p.add(scope.tenantId)}`];
       if (scope.productId) w.push(`${alias}.product_id = ${p.add(scope.productId)}`);
@@ -154,9 +178,10 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
       return w.join(' AND ');
     };
     const w = [filters('a')];
-    // A first-time cohort needs the actor's every month (was it seen before the range?); a recurring one only the months its masks read.
-    if (type === 'recurring') {
-      const months = [...cmTerms, ...amTerms].map((t) => t.month).sort();
+    // A first-time cohort needs the actor's every month (was it seen before the range?); a recurring one only the months its masks
+    // read, and one of a start event's first times only those of its returns.
+    if (type === 'recurring' || start) {
+      const months = [...(start ? [] : cmTerms), ...amTerms].map((t) => t.month).sort();
       w.push(`a.month >= DATE '${months[0] ?? '1970-01-01'}'`, `a.month <= DATE '${months.at(-1) ?? '1970-01-01'}'`);
     }
     // Each row with its days (the stored OR of its hour columns), and the hour columns
@@ -172,6 +197,21 @@ function monthCtes(scope: Plan['scope'], type: Plan['type'], bounds: number[], e
       return `
     WITH masks AS (SELECT a.actor_id AS u, bit_or(${cm}) AS cm, bit_or(${am}) AS am FROM ${rows} GROUP BY 1),
     cohort AS (${bitsOf('cm', 'c')}),
+    active AS (${bitsOf('am', 'p')})`;
+    }
+    if (start) {
+      // First time of a start event: the cohort is the bucket of the actor's first such event ever
+      // (rm_actor_event_first, exact instants), the returns any event from the month rows (as above).
+      return `
+    WITH first AS (
+      SELECT f.actor_id AS u, width_bucket(f.first_seen, ${p.add(bounds.map((x) => new Date(x).toISOString()))}::timestamptz[]) AS c
+        FROM rm_actor_event_first f
+       WHERE f.tenant_id = ${p.add(scope.tenantId)} AND f.category = ${p.add(start.category)} AND f.name = ${p.add(start.name)}
+         AND f.first_seen >= ${p.add(scope.from)} AND f.first_seen < ${p.add(scope.to)}${segFirst}),
+    masks AS (
+      SELECT f.u, 1::bigint << f.c AS cm, coalesce(r.am, 0::bigint) AS am
+        FROM first f LEFT JOIN (SELECT a.actor_id AS u, bit_or(${am}) AS am FROM ${rows} WHERE a.actor_id IN (SELECT u FROM first) GROUP BY 1) r ON r.u = f.u),
+    cohort AS (SELECT u, c FROM first),
     active AS (${bitsOf('am', 'p')})`;
     }
     // First time: no event before the range's first midnight (a whole UTC hour: the days of its
@@ -258,9 +298,11 @@ async function plan(db: Db, who: Reader, q: RetentionQuery, now: Date): Promise<
   const p = new Params();
   let text: string;
   let masks = type === 'recurring';
-  const months = anyEvent(scope, q, by) ? monthCtes(scope, type, bounds, returnEnd, now) : undefined;
+  const firstTimes = await eventFirstTimes(db, scope, q, by, type);
+  const months = anyEvent(scope, q, by) || firstTimes ? monthCtes(scope, type, bounds, returnEnd, now, firstTimes) : undefined;
   if (months) {
-    text = months(p, await segmentClause(db, who, q.segment_id, by, 'a.actor_id', p, now));
+    const seg = (actor: string) => segmentClause(db, who, q.segment_id, by, actor, p, now);
+    text = months(p, await seg('a.actor_id'), firstTimes ? await seg('f.actor_id') : '');
     masks = true;
   } else if (anyEvent(scope, q, by) && utcDays(scope, bounds, now)) {
     text = readModelCtes(scope, type, p, bounds, returnEnd, await segmentClause(db, who, q.segment_id, by, 'd.actor_id', p, now));
