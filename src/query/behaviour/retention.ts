@@ -3,7 +3,7 @@ import { validationError } from '../../errors.js';
 import { sliceEnds } from '../slices.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
-import { monthTerms, termsAny, termsBucketMask } from '../reports/actor-days.js';
+import { monthTerms, termsAny, termsBucketMask } from '../reports/month-terms.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_DAYS, MONTH_HOURS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';

@@ -1,9 +1,9 @@
 import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
-import { HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
-import { eachBit, WORD_DAYS } from './buckets.js';
+import { isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { WORD_DAYS } from './buckets.js';
+import { eachBit, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
-import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -107,59 +107,6 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
 }
 
 /**
- * rm_actor_months' rows as local days (docs/reports.md, "One row per actor and month"): per UTC
- * month, the (hour k, day d) pairs whose UTC hour lies in a local day of first..last, grouped into
- * terms `(h<k> | …) & days`, each placed by one shift (the index of its local day, counted from
- * `first`, less d − 1). Every UTC hour lies in one local day when the local midnights are whole
- * UTC hours, so the terms are exact in every such zone, daylight saving included: a change of
- * offset inside a month makes more terms for that month (a run of days with the other cutoff
- * hour), no row per day. In UTC each month is one term of all 24 hours.
- */
-export interface MonthTerm {
-  /** The UTC month, YYYY-MM-01. */
-  month: string;
-  /** Hour columns k whose days are `days`. */
-  hours: number[];
-  /** Bit d − 1: day d of the month. */
-  days: number;
-  /** Local day index of bit 0 (may be negative: then only bits at or past −shift are in `days`). */
-  shift: number;
-}
-
-/** The terms for local days first..last in tz, or undefined when a local day is not a run of 22 to 26 whole UTC hours. */
-export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | undefined {
-  // (month, shift) → per hour k, the days of the month whose hour k lies in the range.
-  const byShift = new Map<string, { month: string; shift: number; days: number[] }>();
-  let start = zonedMidnight(first.y, first.m, first.d, tz).getTime();
-  for (let d = first, g = 0; isoDay(d) <= isoDay(last); d = plusDays(d, 1), g++) {
-    const next = plusDays(d, 1);
-    const end = zonedMidnight(next.y, next.m, next.d, tz).getTime();
-    if (start % HOUR_MS !== 0 || end % HOUR_MS !== 0 || end - start < 22 * HOUR_MS || end - start > 26 * HOUR_MS) return undefined;
-    for (let t = start; t < end; t += HOUR_MS) {
-      const u = new Date(t);
-      const dom = u.getUTCDate();
-      const month = `${u.toISOString().slice(0, 8)}01`;
-      const shift = g - (dom - 1);
-      const key = `${month} ${shift}`;
-      let e = byShift.get(key);
-      if (!e) byShift.set(key, (e = { month, shift, days: new Array<number>(24).fill(0) }));
-      e.days[u.getUTCHours()]! |= 1 << (dom - 1);
-    }
-    start = end;
-  }
-  const terms: MonthTerm[] = [];
-  for (const e of byShift.values()) {
-    const byDays = new Map<number, number[]>();
-    e.days.forEach((days, k) => days !== 0 && byDays.set(days, [...(byDays.get(days) ?? []), k]));
-    for (const [days, hours] of byDays) terms.push({ month: e.month, hours, days, shift: e.shift });
-  }
-  return terms;
-}
-
-/** SQL: a row's days of one term (alias a), as an int, not shifted; a term of all 24 hours reads the stored OR. */
-const termDays = (t: MonthTerm, days = t.days) => `((${t.hours.length === 24 ? `a.${MONTH_DAYS}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
-
-/**
  * rm_actor_months rows (alias a) of the scope's filters, for the local days first..last: `words`
  * gives, per 63-day word of local days from `first`, an expression of a row's active days in it
  * (bit n: local day 63·w + n), to OR per actor; `any` is true for a row with any active day in the
@@ -211,45 +158,4 @@ export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, 
   const terms = monthTerms(f.scope.tz, first, last);
   if (!months || !terms) return undefined;
   return { from: `${months.from} AND ${months.any}`, mask: termsBucketMask(terms, bucketOf) };
-}
-
-/**
- * SQL: the bucket bits (a bigint) of a row's active local days among `terms` (alias a of
- * rm_actor_months): bit `bucketOf(g)` for local day g (the terms' own count, from the first day
- * monthTerms was given). Days map to buckets by a shift where a term's days keep their distance in
- * buckets (interval day), else by one test per (term, bucket).
- */
-export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => number): string {
-  const arms = [...new Set(terms.map((t) => t.month))].sort().map((m) => {
-    const parts = terms
-      .filter((t) => t.month === m)
-      .flatMap((t) => {
-        const byBucket = new Map<number, number>();
-        const shifts = new Set<number>();
-        eachBit(t.days, (bit) => {
-          const b = bucketOf(t.shift + bit);
-          byBucket.set(b, (byBucket.get(b) ?? 0) | (1 << bit));
-          shifts.add(b - bit);
-        });
-        if (shifts.size === 1) {
-          const by = [...shifts][0]!;
-          return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
-        }
-        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
-      });
-    return `WHEN DATE '${m}' THEN ${parts.join(' | ')}`;
-  });
-  return arms.length ? `CASE a.month ${arms.join(' ')} ELSE 0::bigint END` : '0::bigint';
-}
-
-/** SQL: whether a row (alias a of rm_actor_months) has an active local day among `terms`. */
-export function termsAny(terms: MonthTerm[]): string {
-  const arms = [...new Set(terms.map((t) => t.month))].sort().map(
-    (m) =>
-      `WHEN DATE '${m}' THEN ${terms
-        .filter((t) => t.month === m)
-        .map((t) => termDays(t))
-        .join(' | ')}`,
-  );
-  return arms.length ? `(CASE a.month ${arms.join(' ')} ELSE 0 END) <> 0` : 'false';
 }

@@ -1,6 +1,7 @@
 import type { Queryable } from '../../storage/db.js';
 import { bucketSeries, label, type Filters } from '../filters.js';
 import { DAY_MS, type Ymd } from '../scope.js';
+import { eachBit } from './month-terms.js';
 import { Params } from '../params.js';
 
 // A report's buckets (interval day, week from Monday, or month, in local days): their labels, their
@@ -10,11 +11,6 @@ const MAX_MASK_BUCKETS = 63;
 
 /** Days per bigint word of a day mask (bit 63 is the sign). */
 export const WORD_DAYS = 63;
-
-/** Calls `fn` with the number of each set bit of a 32-bit integer, lowest first. */
-export function eachBit(x: number, fn: (bit: number) => void): void {
-  for (let y = x; y !== 0; y &= y - 1) fn(31 - Math.clz32(y & -y));
-}
 
 /**
  * SQL: 63-day bigint words `<alias>.w0 …` as one text of their low and high 32-bit halves in

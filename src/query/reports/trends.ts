@@ -4,7 +4,8 @@ import { queryTooLarge } from '../../errors.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
 import { DAY_MS, HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
-import { bucketIndex, bucketLabels, bucketStart, eachBit, type BucketIndex } from './buckets.js';
+import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
+import { eachBit } from './month-terms.js';
 import { eachChunk, readWith, type ReadOptions } from './chunks.js';
 import {
   ACTOR,
