@@ -92,6 +92,27 @@ describe('segments', () => {
     assert.equal(csv.body, 'actor_id\r\ns1\r\ns2\r\ns3\r\nuser-5\r\n');
   });
 
+  it('without an event condition, the actors with an event in the range come from the read model', async () => {
+    // A tenant of its own, seeded and folded as above; then s9 clicks on Mar 6 in account acme, not
+    // yet folded. Active Mar 1–10: s1 s2 s3 s4 user-5 (anon-5 counts as user-5), not s9: 5. Raw
+    // events (a version condition reads them) see s9. In account acme: nobody folded, so 0.
+    const own = await tenantWithProduct(t.app, 'business');
+    await seed(own.ingestKey);
+    await runRollups();
+    assert.equal((await postEvents(t.app, own.ingestKey, [{ ...ev('s9', CLICK, '03-06'), account_id: 'acme' }])).statusCode, 200);
+    const make = async (definition: object) => {
+      const res = await send(own.adminKey, 'POST', '/v1/segments', { name: 'seg', definition });
+      assert.equal(res.statusCode, 201, res.body);
+      return res.json().id as string;
+    };
+    const active = await make(range);
+    assert.deepEqual(ids(await get(t.app, own.adminKey, `/v1/segments/${active}/actors`)), ['s1', 's2', 's3', 's4', 'user-5']);
+    assert.equal((await get(t.app, own.adminKey, `/v1/segments/${await make({ ...range, first_seen_in_range: true })}/size`)).json().size, 4);
+    assert.equal((await get(t.app, own.adminKey, `/v1/segments/${await make({ ...range, account_id: 'acme' })}/size`)).json().size, 0);
+    const raw = await make({ ...range, on_version: '1.0.0' });
+    assert.deepEqual(ids(await get(t.app, own.adminKey, `/v1/segments/${raw}/actors`)), ['s1', 's4', 's9', 'user-5']);
+  });
+
   it('segment_id narrows a funnel and a retention matrix; save as segment from a drill-down', async () => {
     const v2 = await create({ ...range, on_version: '2.0.0' });
     const q = { ...range, steps: [CLICK, OPEN] };

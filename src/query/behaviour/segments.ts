@@ -3,7 +3,8 @@ import type { Db, Queryable } from '../../storage/db.js';
 import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
 import { requireAccountAnswers, requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
-import { checkLatest, resolveRange, resolveScope, type ScopeParams } from '../scope.js';
+import { checkLatest, localDate, resolveRange, resolveScope, zonedMidnight, type Scope, type ScopeParams } from '../scope.js';
+import { monthTerms, termsAny, type MonthTerm } from '../reports/month-terms.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, scopeSql, type EventMatcher } from './event-sql.js';
 import { Params } from '../params.js';
@@ -34,6 +35,18 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
   const scope = await resolveScope(q, who.tenant, def, now);
   if (scope.empty) return 'SELECT NULL::text AS u WHERE false';
   const did = def.did ?? [];
+  // "First seen in the range": the read model's first event of each actor.
+  const firstSeen = (tenantId: string, from: string, to: string) =>
+    def.first_seen_in_range
+      ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${tenantId} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
+      : '';
+  // No event condition: the actors with an event in the range, from the read model when it answers.
+  const terms = did.length === 0 && def.on_version === undefined ? activeTerms(scope, now) : undefined;
+  if (terms) {
+    const tenantId = p.add(scope.tenantId);
+    const active = activeFromMonths(scope, terms, p, tenantId);
+    return `SELECT g.u FROM (${active}) g WHERE true${def.first_seen_in_range ? firstSeen(tenantId, p.add(scope.from), p.add(scope.to)) : ''}`;
+  }
   const where = scopeSql(scope, p, did.length > 0);
   const [tenantId, from, to] = [p.add(scope.tenantId), p.add(scope.from), p.add(scope.to)];
   // Counted per raw actor id first (one hash aggregate over the events read, no join per event),
@@ -56,14 +69,39 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
   // With a "did" condition (at least once) only the events it names can decide: read just those
   // (through events_by_name, on PostgreSQL from the index alone), and the version's events for on_version.
   const only = did.length > 0 ? ` AND (${matched.join(' OR ')})` : '';
-  const first = def.first_seen_in_range
-    ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${tenantId} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
-    : '';
   return `SELECT g.u FROM (SELECT COALESCE(l.identified_actor_id, x.actor_id) AS u
             FROM (SELECT e.actor_id${counts.map((c) => `, ${c}`).join('')} FROM events e
                    WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}${only} GROUP BY 1) x
             LEFT JOIN actor_links l ON l.tenant_id = ${tenantId} AND l.anonymous_actor_id = x.actor_id
-           GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${first}`;
+           GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${firstSeen(tenantId, from, to)}`;
+}
+
+/**
+ * The actors with an event in the scope and range can come from the read model's month rows (one
+ * per actor and UTC month, its active UTC hours per day, under the identified id) when the range
+ * runs from a local midnight to one (or to now: its current day counts whole, as in the reports),
+ * in a zone whose local midnights are whole UTC hours, with no version filter: the range's local
+ * days as per-month terms, or undefined (raw events answer).
+ */
+function activeTerms(scope: Scope, now: Date): MonthTerm[] | undefined {
+  if (scope.version !== undefined) return undefined;
+  const midnight = (t: Date) => {
+    const d = localDate(t, scope.tz);
+    return zonedMidnight(d.y, d.m, d.d, scope.tz).getTime() === t.getTime();
+  };
+  if (!midnight(scope.from) || !(midnight(scope.to) || scope.to.getTime() >= now.getTime())) return undefined;
+  const terms = monthTerms(scope.tz, localDate(scope.from, scope.tz), localDate(new Date(scope.to.getTime() - 1), scope.tz));
+  return terms && terms.length > 0 ? terms : undefined;
+}
+
+/** SQL: the distinct actors of the month rows with an active local day among `terms`, under the scope's product, account and license. */
+function activeFromMonths(scope: Scope, terms: MonthTerm[], p: Params, tenantId: string): string {
+  const months = terms.map((t) => t.month).sort();
+  const w = [`a.tenant_id = ${tenantId}`, `a.month >= ${p.add(months[0])}::date`, `a.month <= ${p.add(months.at(-1))}::date`];
+  if (scope.productId) w.push(`a.product_id = ${p.add(scope.productId)}`);
+  if (scope.accountId !== undefined) w.push(`a.account_id = ${p.add(scope.accountId)}`);
+  if (scope.licenseId !== undefined) w.push(`a.license_id = ${p.add(scope.licenseId)}`);
+  return `SELECT DISTINCT a.actor_id AS u FROM rm_actor_months a WHERE ${w.join(' AND ')} AND ${termsAny(terms)}`;
 }
 
 /**
