@@ -4,7 +4,7 @@ import { addStaticMembers, getSegment, insertSegment } from '../../storage/segme
 import { requireAccountAnswers, requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
 import { checkLatest, localDate, resolveRange, resolveScope, zonedMidnight, type Scope, type ScopeParams } from '../scope.js';
-import { monthTerms, termsAny, type MonthTerm } from '../reports/month-terms.js';
+import { monthRowsWhere, monthTerms, termsAny, type MonthTerm } from '../reports/month-terms.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, scopeSql, type EventMatcher } from './event-sql.js';
 import { Params } from '../params.js';
@@ -43,9 +43,8 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
   // No event condition: the actors with an event in the range, from the read model when it answers.
   const terms = did.length === 0 && def.on_version === undefined ? activeTerms(scope, now) : undefined;
   if (terms) {
-    const tenantId = p.add(scope.tenantId);
-    const active = activeFromMonths(scope, terms, p, tenantId);
-    return `SELECT g.u FROM (${active}) g WHERE true${def.first_seen_in_range ? firstSeen(tenantId, p.add(scope.from), p.add(scope.to)) : ''}`;
+    const active = `SELECT DISTINCT a.actor_id AS u FROM rm_actor_months a WHERE ${monthRowsWhere(scope, p, terms).join(' AND ')} AND ${termsAny(terms)}`;
+    return `SELECT g.u FROM (${active}) g WHERE true${def.first_seen_in_range ? firstSeen(p.add(scope.tenantId), p.add(scope.from), p.add(scope.to)) : ''}`;
   }
   const where = scopeSql(scope, p, did.length > 0);
   const [tenantId, from, to] = [p.add(scope.tenantId), p.add(scope.from), p.add(scope.to)];
@@ -92,16 +91,6 @@ function activeTerms(scope: Scope, now: Date): MonthTerm[] | undefined {
   if (!midnight(scope.from) || !(midnight(scope.to) || scope.to.getTime() >= now.getTime())) return undefined;
   const terms = monthTerms(scope.tz, localDate(scope.from, scope.tz), localDate(new Date(scope.to.getTime() - 1), scope.tz));
   return terms && terms.length > 0 ? terms : undefined;
-}
-
-/** SQL: the distinct actors of the month rows with an active local day among `terms`, under the scope's product, account and license. */
-function activeFromMonths(scope: Scope, terms: MonthTerm[], p: Params, tenantId: string): string {
-  const months = terms.map((t) => t.month).sort();
-  const w = [`a.tenant_id = ${tenantId}`, `a.month >= ${p.add(months[0])}::date`, `a.month <= ${p.add(months.at(-1))}::date`];
-  if (scope.productId) w.push(`a.product_id = ${p.add(scope.productId)}`);
-  if (scope.accountId !== undefined) w.push(`a.account_id = ${p.add(scope.accountId)}`);
-  if (scope.licenseId !== undefined) w.push(`a.license_id = ${p.add(scope.licenseId)}`);
-  return `SELECT DISTINCT a.actor_id AS u FROM rm_actor_months a WHERE ${w.join(' AND ')} AND ${termsAny(terms)}`;
 }
 
 /**

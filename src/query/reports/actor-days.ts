@@ -2,7 +2,7 @@ import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { WORD_DAYS } from './buckets.js';
-import { eachBit, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
+import { eachBit, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
@@ -117,11 +117,7 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
   if (!terms) return undefined;
   const s = f.scope;
   const months = [...new Set(terms.map((t) => t.month))].sort();
-  const w = [`a.tenant_id = ${sql.add(s.tenantId)}`, `a.month >= ${sql.add(months[0])}::date`, `a.month <= ${sql.add(months.at(-1))}::date`];
-  if (s.productId) w.push(`a.product_id = ${sql.add(s.productId)}`);
-  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.add(s.accountId)}`);
-  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.add(s.licenseId)}`);
-  w.push(segmentWhere(f, sql, 'a.actor_id'));
+  const w = [...monthRowsWhere(s, sql, terms), segmentWhere(f, sql, 'a.actor_id')];
   const byMonth = (expr: (t: MonthTerm) => string | undefined, empty: string) => {
     const arms = months.flatMap((m) => {
       const parts = terms.filter((t) => t.month === m).flatMap((t) => expr(t) ?? []);

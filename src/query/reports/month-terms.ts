@@ -1,4 +1,5 @@
-import { HOUR_MS, isoDay, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { HOUR_MS, isoDay, plusDays, zonedMidnight, type Scope, type Ymd } from '../scope.js';
+import type { Params } from '../params.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
 // rm_actor_months' hour columns as local days: the per-month terms that the reports (actor-days.ts),
@@ -103,4 +104,14 @@ export function termsAny(terms: MonthTerm[]): string {
         .join(' | ')}`,
   );
   return arms.length ? `(CASE a.month ${arms.join(' ')} ELSE 0 END) <> 0` : 'false';
+}
+
+/** SQL conditions on rm_actor_months rows (alias a): the scope's tenant, product, account and license, in the months `terms` read. */
+export function monthRowsWhere(s: Pick<Scope, 'tenantId' | 'productId' | 'accountId' | 'licenseId'>, sql: Params, terms: MonthTerm[]): string[] {
+  const months = [...new Set(terms.map((t) => t.month))].sort();
+  const w = [`a.tenant_id = ${sql.add(s.tenantId)}`, `a.month >= ${sql.add(months[0])}::date`, `a.month <= ${sql.add(months.at(-1))}::date`];
+  if (s.productId) w.push(`a.product_id = ${sql.add(s.productId)}`);
+  if (s.accountId !== undefined) w.push(`a.account_id = ${sql.add(s.accountId)}`);
+  if (s.licenseId !== undefined) w.push(`a.license_id = ${sql.add(s.licenseId)}`);
+  return w;
 }
