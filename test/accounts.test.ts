@@ -308,6 +308,31 @@ describe('accounts and licenses', () => {
     assert.ok(c.warnings.some((w: { type: string }) => w.type === 'licenses_look_per_user'));
   });
 
+  it("coverage's warnings count the window's distinct licenses, actors and accounts by hand", async () => {
+    // A day ago: a1 (account A) and a2 (account B) with license L1; c1 in account C with 51
+    // licenses. 40 days ago, outside the 30-day window: o1 with license L7, and L1 under account D.
+    // In the window: 52 licenses (L1, C-1 … C-51) for 3 actors (a1, a2, c1): they look per user;
+    // L1 under 2 accounts (A, B; D is outside); C with 51 licenses, past the limit of 50.
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const e = (actor: string, account: string, license: string, at: number) =>
+      event({ actor_id: actor, account_id: account, license_id: license, timestamp: ago(at) });
+    const batch = [
+      e('a1', 'A', 'L1', DAY),
+      e('a2', 'B', 'L1', DAY),
+      ...Array.from({ length: 51 }, (_, i) => e('c1', 'C', `C-${i + 1}`, DAY)),
+      e('o1', 'A', 'L7', 40 * DAY),
+      e('o1', 'D', 'L1', 40 * DAY),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    await refresh();
+    const c = (await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json();
+    const warning = (type: string) => c.warnings.filter((w: { type: string }) => w.type === type).map(({ message: _m, ...w }: { message: string }) => w);
+    assert.deepEqual(warning('licenses_look_per_user'), [{ type: 'licenses_look_per_user', distinct_licenses: 52, distinct_actors: 3 }]);
+    assert.deepEqual(warning('license_in_several_accounts'), [{ type: 'license_in_several_accounts', license_id: 'L1', accounts: 2 }]);
+    assert.deepEqual(warning('account_with_many_licenses'), [{ type: 'account_with_many_licenses', account_id: 'C', licenses: 51 }]);
+    assert.deepEqual(c.events, { total: 53, with_account: 53, with_license: 53, account_pct: 100, license_pct: 100 });
+  });
+
   it('folds each row exactly once across refreshes (incremental)', async () => {
     const tenant = await fixture();
     await refresh(); // nothing new: nothing counted twice
