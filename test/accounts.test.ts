@@ -310,7 +310,7 @@ describe('accounts and licenses', () => {
 
   it("coverage's warnings count the window's distinct licenses, actors and accounts by hand", async () => {
     // A day ago: a1 (account A) and a2 (account B) with license L1; c1 in account C with 51
-    // licenses. 40 days ago, outside the 30-day window: o1 with license L7, and L1 under account D.
+    // licenses. 40 days ago, outside the 30-day window: o1 with license L7, L1 under account D, a0 in A.
     // In the window: 52 licenses (L1, C-1 … C-51) for 3 actors (a1, a2, c1): they look per user;
     // L1 under 2 accounts (A, B; D is outside); C with 51 licenses, past the limit of 50.
     const tenant = await tenantWithProduct(t.app, 'business');
@@ -322,6 +322,7 @@ describe('accounts and licenses', () => {
       ...Array.from({ length: 51 }, (_, i) => e('c1', 'C', `C-${i + 1}`, DAY)),
       e('o1', 'A', 'L7', 40 * DAY),
       e('o1', 'D', 'L1', 40 * DAY),
+      e('a0', 'A', 'L0', 40 * DAY),
     ];
     assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
     await refresh();
@@ -331,6 +332,9 @@ describe('accounts and licenses', () => {
     assert.deepEqual(warning('license_in_several_accounts'), [{ type: 'license_in_several_accounts', license_id: 'L1', accounts: 2 }]);
     assert.deepEqual(warning('account_with_many_licenses'), [{ type: 'account_with_many_licenses', account_id: 'C', licenses: 51 }]);
     assert.deepEqual(c.events, { total: 53, with_account: 53, with_license: 53, account_pct: 100, license_pct: 100 });
+    // Account A's actors in the window: a1 alone (a0 and o1 came 40 days ago), one to a page.
+    const actors = (await get(t.app, tenant.adminKey, '/v1/accounts/A/actors?limit=1')).json();
+    assert.deepEqual([actors.data.map((a: { actor_id: string }) => a.actor_id), actors.next_cursor], [['a1'], null]);
   });
 
   it('folds each row exactly once across refreshes (incremental)', async () => {

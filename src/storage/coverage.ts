@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js';
+import { monthsSince, monthsSinceSql } from './read-model/tables.js';
 
 // /v1/accounts/coverage: how much of what arrives carries account and license context, where the
 // rest comes from, and license ids that do not look like per-contract identifiers.
@@ -36,9 +37,6 @@ async function shares(q: Queryable, tenantId: string, windowStart: string) {
  */
 export async function coverage(q: Queryable, tenantId: string, windowStart: string) {
   const p = [tenantId, windowStart];
-  // The window's first month counts from its first day (bit d − 1: day d); later months whole.
-  const day0 = Number(windowStart.slice(8, 10));
-  const month0 = `${windowStart.slice(0, 8)}01`;
   const usage = `FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND account_id <> '' AND events > 0`;
   const [share, missing, [perUser], shared, crowded] = await Promise.all([
     shares(q, tenantId, windowStart),
@@ -56,9 +54,9 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
     q.query(
       `WITH m AS MATERIALIZED (
          SELECT license_id, actor_id FROM rm_actor_months
-          WHERE tenant_id = $1 AND month >= $2::date AND license_id <> '' AND days & (CASE WHEN month = $2::date THEN $3::int ELSE -1 END) <> 0)
+          WHERE tenant_id = $1 AND license_id <> '' AND ${monthsSinceSql('$2', '$3')})
        SELECT (SELECT count(*) FROM (SELECT DISTINCT license_id FROM m) l) AS licenses, (SELECT count(*) FROM (SELECT DISTINCT actor_id FROM m) a) AS actors`,
-      [tenantId, month0, ~((1 << (day0 - 1)) - 1)],
+      [tenantId, ...monthsSince(windowStart)],
     ),
     q.query(
       `SELECT license_id, count(*) AS accounts FROM (SELECT DISTINCT license_id, account_id ${usage}) x

@@ -16,3 +16,15 @@ export const MONTH_HOURS = Array.from({ length: 24 }, (_, k) => `h${k}`);
 
 /** rm_actor_months' stored OR of its hour columns (migration 170): the UTC days of the month the actor was active on. */
 export const MONTH_DAYS = 'days';
+
+/**
+ * rm_actor_months rows (columns `month`, `days`) with a day of events on or after `windowStart` (a
+ * UTC date): its month from that day on, later months whole. SQL over two parameters, `$month` the
+ * window's month and `$mask` the days it keeps of it; `monthsSince(windowStart)` gives their values.
+ */
+export const monthsSinceSql = (month: string, mask: string) =>
+  `month >= ${month}::date AND ${MONTH_DAYS} & (CASE WHEN month = ${month}::date THEN ${mask}::int ELSE -1 END) <> 0`;
+export const monthsSince = (windowStart: string): [month: string, mask: number] => [
+  `${windowStart.slice(0, 8)}01`,
+  ~((1 << (Number(windowStart.slice(8, 10)) - 1)) - 1),
+];
