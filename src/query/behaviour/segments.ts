@@ -35,16 +35,16 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
   const scope = await resolveScope(q, who.tenant, def, now);
   if (scope.empty) return 'SELECT NULL::text AS u WHERE false';
   const did = def.did ?? [];
-  // "First seen in the range": the read model's first event of each actor.
-  const firstSeen = (tenantId: string, from: string, to: string) =>
+  // "First seen in the range": the read model's first event of each actor (its parameters added only when it is asked for).
+  const firstSeen = () =>
     def.first_seen_in_range
-      ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${tenantId} AND f.actor_id = g.u AND f.first_seen >= ${from} AND f.first_seen < ${to})`
+      ? ` AND EXISTS (SELECT 1 FROM rm_actor_first f WHERE f.tenant_id = ${p.add(scope.tenantId)} AND f.actor_id = g.u AND f.first_seen >= ${p.add(scope.from)} AND f.first_seen < ${p.add(scope.to)})`
       : '';
   // No event condition: the actors with an event in the range, from the read model when it answers.
   const terms = did.length === 0 && def.on_version === undefined ? activeTerms(scope, now) : undefined;
   if (terms) {
     const active = `SELECT DISTINCT a.actor_id AS u FROM rm_actor_months a WHERE ${monthRowsWhere(scope, p, terms).join(' AND ')} AND ${termsAny(terms)}`;
-    return `SELECT g.u FROM (${active}) g WHERE true${def.first_seen_in_range ? firstSeen(p.add(scope.tenantId), p.add(scope.from), p.add(scope.to)) : ''}`;
+    return `SELECT g.u FROM (${active}) g WHERE true${firstSeen()}`;
   }
   const where = scopeSql(scope, p, did.length > 0);
   const [tenantId, from, to] = [p.add(scope.tenantId), p.add(scope.from), p.add(scope.to)];
@@ -72,7 +72,7 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
             FROM (SELECT e.actor_id${counts.map((c) => `, ${c}`).join('')} FROM events e
                    WHERE ${where} AND e.occurred_at >= ${from} AND e.occurred_at < ${to}${only} GROUP BY 1) x
             LEFT JOIN actor_links l ON l.tenant_id = ${tenantId} AND l.anonymous_actor_id = x.actor_id
-           GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${firstSeen(tenantId, from, to)}`;
+           GROUP BY 1 HAVING ${having.join(' AND ')}) g WHERE true${firstSeen()}`;
 }
 
 /**
