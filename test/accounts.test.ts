@@ -332,6 +332,15 @@ describe('accounts and licenses', () => {
     assert.deepEqual(warning('license_in_several_accounts'), [{ type: 'license_in_several_accounts', license_id: 'L1', accounts: 2 }]);
     assert.deepEqual(warning('account_with_many_licenses'), [{ type: 'account_with_many_licenses', account_id: 'C', licenses: 51 }]);
     assert.deepEqual(c.events, { total: 53, with_account: 53, with_license: 53, account_pct: 100, license_pct: 100 });
+    // Built at the refresh: a tenant refreshed before migration 200 (none built) gets the same answer
+    // live, and the next refresh rebuilds it with what was folded since.
+    await t.db.query('UPDATE tenant_rollups SET coverage = NULL WHERE tenant_id = $1', [tenant.id]);
+    assert.deepEqual((await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json(), c);
+    await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'n1', timestamp: ago(DAY) })]);
+    await refresh();
+    const next = (await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json();
+    assert.deepEqual(next.events, { total: 54, with_account: 53, with_license: 53, account_pct: 98.15, license_pct: 98.15 });
+    assert.deepEqual(next.top_missing_sources, [{ product: 'app', product_version: '1.0.0', events: 54, missing_account: 1, missing_license: 1 }]);
     // Account A's actors in the window: a1 alone (a0 and o1 came 40 days ago), one to a page.
     const actors = (await get(t.app, tenant.adminKey, '/v1/accounts/A/actors?limit=1')).json();
     assert.deepEqual([actors.data.map((a: { actor_id: string }) => a.actor_id), actors.next_cursor], [['a1'], null]);

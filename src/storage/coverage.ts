@@ -2,77 +2,83 @@ import type { Queryable } from './db.js';
 import { monthsSince, monthsSinceSql } from './read-model/tables.js';
 
 // /v1/accounts/coverage: how much of what arrives carries account and license context, where the
-// rest comes from, and license ids that do not look like per-contract identifiers.
+// rest comes from, and license ids that do not look like per-contract identifiers. Built at each
+// refresh of the tenant into tenant_rollups.coverage (as of refreshed_at, like the account and
+// license snapshots it sits beside); read live only until a tenant's first refresh after migration 200.
 export const PER_ACCOUNT_LICENSE_LIMIT = 50;
+
+const MEASURES = ['events', 'sessions', 'exceptions'] as const;
+
+/** The coverage facts of the window (UTC days from `$window`), as one jsonb value, from the read model and the snapshots. */
+function factsSql(tenant: string, window: string, month: string, mask: string): string {
+  const sums = MEASURES.map(
+    (m) => `coalesce(sum(${m}), 0) AS ${m}, coalesce(sum(${m}) FILTER (WHERE account_id <> ''), 0) AS ${m}_a,
+            coalesce(sum(${m}) FILTER (WHERE license_id <> ''), 0) AS ${m}_l`,
+  ).join(', ');
+  const listed = (table: string, key: string, count: string, floor: number) =>
+    `(SELECT coalesce(jsonb_agg(jsonb_build_array(${key}, ${count}) ORDER BY ${count} DESC, ${key}), '[]')
+        FROM (SELECT ${key}, ${count} FROM ${table} WHERE tenant_id = ${tenant} AND ${count} > ${floor} ORDER BY 2 DESC, 1 LIMIT 20) x)`;
+  // g: the window's usage days per (product, version), one read; the totals are its sums. m: the
+  // window's (license, actor) pairs from rm_actor_months, not every actor day. Distinct counts go by
+  // hashing (SELECT DISTINCT, then count), not count(DISTINCT), which sorts. Licenses under several
+  // accounts and accounts with many licenses are the snapshots' own counts (refreshTenant builds
+  // them first, with the same rule: rows with events, both ids present).
+  return `WITH g AS MATERIALIZED (
+       SELECT product_id, product_version, ${sums},
+              coalesce(sum(events) FILTER (WHERE account_id = ''), 0) AS missing_account,
+              coalesce(sum(events) FILTER (WHERE license_id = ''), 0) AS missing_license
+         FROM rm_usage_days WHERE tenant_id = ${tenant} AND day >= ${window}::date GROUP BY 1, 2),
+     m AS MATERIALIZED (
+       SELECT license_id, actor_id FROM rm_actor_months WHERE tenant_id = ${tenant} AND license_id <> '' AND ${monthsSinceSql(month, mask)})
+     SELECT jsonb_build_object(
+       'shares', (SELECT jsonb_build_object(${MEASURES.map((m) => `'${m}', jsonb_build_array(coalesce(sum(${m}), 0), coalesce(sum(${m}_a), 0), coalesce(sum(${m}_l), 0))`).join(', ')}) FROM g),
+       'missing', (SELECT coalesce(jsonb_agg(jsonb_build_array(slug, product_version, events, missing_account, missing_license)
+                                             ORDER BY missing_account + missing_license DESC, slug, product_version), '[]')
+                     FROM (SELECT p.slug, g.product_version, g.events, g.missing_account, g.missing_license
+                             FROM g JOIN products p ON p.id = g.product_id WHERE g.missing_account > 0 OR g.missing_license > 0
+                            ORDER BY g.missing_account + g.missing_license DESC, 1, 2 LIMIT 10) x),
+       'licenses', (SELECT count(*) FROM (SELECT DISTINCT license_id FROM m) l),
+       'actors', (SELECT count(*) FROM (SELECT DISTINCT actor_id FROM m) a),
+       'shared', ${listed('ru_licenses', 'license_id', 'accounts', 1)},
+       'crowded', ${listed('ru_accounts', 'account_id', 'licenses', PER_ACCOUNT_LICENSE_LIMIT)}) AS coverage`;
+}
+
+/**
+ * The refresh's last statement (rollups.ts, refreshTenant): the tenant's refresh time and window,
+ * and its coverage facts, built after its account and license snapshots.
+ */
+export function coverageRefreshSql(): string {
+  return `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start, coverage)
+     SELECT $1, $2, $3::date, f.coverage FROM (${factsSql('$1', '$3', '$4', '$5')}) f
+     ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start, coverage = excluded.coverage`;
+}
+export const coverageRefreshParams = (tenantId: string, now: Date, windowStart: string) => [tenantId, now, windowStart, ...monthsSince(windowStart)];
+
+type Triple = [number | string, number | string, number | string];
+interface Facts {
+  shares: Record<(typeof MEASURES)[number], Triple>;
+  missing: [string, string, number | string, number | string, number | string][];
+  licenses: number | string;
+  actors: number | string;
+  shared: [string, number | string][];
+  crowded: [string, number | string][];
+}
 
 const num = (v: unknown) => Number(v ?? 0);
 const pct = (part: number, total: number) => (total === 0 ? 0 : Math.round((part / total) * 10_000) / 100);
 
-/** Per measure (events, sessions, exceptions): the window's total and how much of it carries an account and a license. One read of the usage days. */
-async function shares(q: Queryable, tenantId: string, windowStart: string) {
-  const measures = ['events', 'sessions', 'exceptions'] as const;
-  const [r] = await q.query<Record<string, unknown>>(
-    `SELECT ${measures
-      .map(
-        (m) => `coalesce(sum(${m}), 0) AS ${m}_total, coalesce(sum(${m}) FILTER (WHERE account_id <> ''), 0) AS ${m}_account,
-                coalesce(sum(${m}) FILTER (WHERE license_id <> ''), 0) AS ${m}_license`,
-      )
-      .join(', ')}
-       FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date`,
-    [tenantId, windowStart],
-  );
-  const share = (m: (typeof measures)[number]) => {
-    const [total, withAccount, withLicense] = [num(r?.[`${m}_total`]), num(r?.[`${m}_account`]), num(r?.[`${m}_license`])];
+/** The coverage answer over the window (UTC days from windowStart): the facts the last refresh built, or the same facts read live. */
+export async function coverage(q: Queryable, tenantId: string, windowStart: string) {
+  const [built] = await q.query<{ coverage: Facts | null }>('SELECT coverage FROM tenant_rollups WHERE tenant_id = $1', [tenantId]);
+  const facts =
+    built?.coverage ??
+    (await q.query<{ coverage: Facts }>(factsSql('$1', '$2', '$3', '$4'), [tenantId, windowStart, ...monthsSince(windowStart)]))[0]!.coverage;
+  const share = (m: (typeof MEASURES)[number]) => {
+    const [total, withAccount, withLicense] = facts.shares[m].map(num) as [number, number, number];
     return { total, with_account: withAccount, with_license: withLicense, account_pct: pct(withAccount, total), license_pct: pct(withLicense, total) };
   };
-  return { events: share('events'), sessions: share('sessions'), exceptions: share('exceptions') };
-}
-
-/**
- * Coverage over the window (UTC days from windowStart). Its statements are sent together (on
- * PostgreSQL each on a connection of its own). Distinct counts go by hashing (SELECT DISTINCT, then
- * count), not count(DISTINCT), which sorts every group's rows; the distinct licenses and actors of
- * the window come from rm_actor_months (one row per actor, UTC month, account and license, its days
- * with events as bits), not from every actor day (docs/accounts.md, measured).
- */
-export async function coverage(q: Queryable, tenantId: string, windowStart: string) {
-  const p = [tenantId, windowStart];
-  const usage = `FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND license_id <> '' AND account_id <> '' AND events > 0`;
-  const [share, missing, [perUser], shared, crowded] = await Promise.all([
-    shares(q, tenantId, windowStart),
-    q.query(
-      `SELECT p.slug AS product, f.product_version, f.total, f.missing_account, f.missing_license
-         FROM (SELECT product_id, product_version, sum(events) AS total,
-                      coalesce(sum(events) FILTER (WHERE account_id = ''), 0) AS missing_account,
-                      coalesce(sum(events) FILTER (WHERE license_id = ''), 0) AS missing_license
-                 FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date GROUP BY 1, 2) f
-         JOIN products p ON p.id = f.product_id
-        WHERE f.missing_account > 0 OR f.missing_license > 0
-        ORDER BY f.missing_account + f.missing_license DESC, 1, 2 LIMIT 10`,
-      p,
-    ),
-    q.query(
-      `WITH m AS MATERIALIZED (
-         SELECT license_id, actor_id FROM rm_actor_months
-          WHERE tenant_id = $1 AND license_id <> '' AND ${monthsSinceSql('$2', '$3')})
-       SELECT (SELECT count(*) FROM (SELECT DISTINCT license_id FROM m) l) AS licenses, (SELECT count(*) FROM (SELECT DISTINCT actor_id FROM m) a) AS actors`,
-      [tenantId, ...monthsSince(windowStart)],
-    ),
-    q.query(
-      `SELECT license_id, count(*) AS accounts FROM (SELECT DISTINCT license_id, account_id ${usage}) x
-        GROUP BY license_id HAVING count(*) > 1 ORDER BY 2 DESC, 1 LIMIT 20`,
-      p,
-    ),
-    q.query(
-      `SELECT account_id, count(*) AS licenses FROM (SELECT DISTINCT account_id, license_id ${usage}) x
-        GROUP BY account_id HAVING count(*) > $3 ORDER BY 2 DESC, 1 LIMIT 20`,
-      [...p, PER_ACCOUNT_LICENSE_LIMIT],
-    ),
-  ]);
-
   const warnings: { type: string; message: string; [detail: string]: unknown }[] = [];
-  const licenses = num(perUser?.licenses);
-  const actors = num(perUser?.actors);
+  const [licenses, actors] = [num(facts.licenses), num(facts.actors)];
   if (actors > 0 && licenses > actors / 2) {
     warnings.push({
       type: 'licenses_look_per_user',
@@ -81,30 +87,32 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
       distinct_actors: actors,
     });
   }
-  for (const r of shared) {
+  for (const [license, accounts] of facts.shared) {
     warnings.push({
       type: 'license_in_several_accounts',
-      message: `license ${String(r.license_id)} was seen under ${num(r.accounts)} accounts`,
-      license_id: r.license_id,
-      accounts: num(r.accounts),
+      message: `license ${license} was seen under ${num(accounts)} accounts`,
+      license_id: license,
+      accounts: num(accounts),
     });
   }
-  for (const r of crowded) {
+  for (const [account, count] of facts.crowded) {
     warnings.push({
       type: 'account_with_many_licenses',
-      message: `account ${String(r.account_id)} has ${num(r.licenses)} licenses`,
-      account_id: r.account_id,
-      licenses: num(r.licenses),
+      message: `account ${account} has ${num(count)} licenses`,
+      account_id: account,
+      licenses: num(count),
     });
   }
   return {
-    ...share,
-    top_missing_sources: missing.map((r) => ({
-      product: r.product as string,
-      product_version: r.product_version as string,
-      events: num(r.total),
-      missing_account: num(r.missing_account),
-      missing_license: num(r.missing_license),
+    events: share('events'),
+    sessions: share('sessions'),
+    exceptions: share('exceptions'),
+    top_missing_sources: facts.missing.map(([product, version, events, missingAccount, missingLicense]) => ({
+      product,
+      product_version: version,
+      events: num(events),
+      missing_account: num(missingAccount),
+      missing_license: num(missingLicense),
     })),
     warnings,
   };

@@ -1,11 +1,12 @@
+import { coverageRefreshParams, coverageRefreshSql } from './coverage.js';
 import type { Queryable, ScriptStatement } from './db.js';
 import { foldStatements } from './read-model/fold.js';
 import { DERIVED_TABLES } from './read-model/tables.js';
 
 // The rollup job's SQL, its transactions as scripts (script.mjs): foldStep, a slice of the rows
 // written since the last one into the read model (which transaction ids it folds, exactly once);
-// refreshTenant: the tenant's account and license snapshots over the window, from the read model
-// only (never from raw events).
+// refreshTenant: the tenant's account and license snapshots and its coverage over the window, from
+// the read model only (never from raw events).
 
 /** The BRIN indexes a fold reads new rows through, with their tables. */
 const XID_INDEXES = [
@@ -203,7 +204,8 @@ export async function staleTenants(q: Queryable, windowStart: string): Promise<s
 
 /**
  * Rebuilds the tenant's account and license snapshots over the window from the read model: sums
- * from rm_usage_days, exact distinct actors from rm_actor_days (active: had events).
+ * from rm_usage_days, exact distinct actors from rm_actor_days (active: had events); then its
+ * coverage (coverage.ts), with the refresh time.
  */
 export function refreshTenant(tenantId: string, windowStart: string, now: Date, detailMinRows = DETAIL_MIN_ROWS): ScriptStatement[] {
   // Distinct pairs by hashing, in memory (a sort of the window's actor days spilled to disk).
@@ -229,11 +231,7 @@ export function refreshTenant(tenantId: string, windowStart: string, now: Date, 
     script.push(refreshDetail(table, key, other, tenantId, windowStart, detailMinRows));
   }
   script.push({ sql: 'DELETE FROM rollup_dirty WHERE tenant_id = $1', params: [tenantId] });
-  script.push({
-    sql: `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start) VALUES ($1, $2, $3::date)
-     ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start`,
-    params: [tenantId, now, windowStart],
-  });
+  script.push({ sql: coverageRefreshSql(), params: coverageRefreshParams(tenantId, now, windowStart) });
   return script;
 }
 
