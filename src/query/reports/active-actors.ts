@@ -156,11 +156,14 @@ const empty = { source: 'read_model' as const, data: [], rolling: [], lifecycle:
 export async function activeActors(q: Queryable, principal: Principal, p: ActiveActorsParams, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
-  const answer = { ...(await head(q, f.scope)), ...(f.scope.empty ? empty : await period(q, f)) };
-  if (!f.compare) return answer;
-  const prev = previousPeriod(f);
-  return {
-    ...answer,
-    compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...(prev.scope.empty ? empty : await period(q, prev)) },
-  };
+  // The two periods of a comparison go out together (on a PostgreSQL server each on its own connection).
+  const prev = f.compare ? previousPeriod(f) : undefined;
+  const [h, current, before] = await Promise.all([
+    head(q, f.scope),
+    f.scope.empty ? empty : period(q, f),
+    prev && (prev.scope.empty ? empty : period(q, prev)),
+  ]);
+  const answer = { ...h, ...current };
+  if (!prev || !before) return answer;
+  return { ...answer, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...before } };
 }

@@ -473,17 +473,16 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
   const limit = p.limit ?? 10;
   // A range that ends now (no `to`) may count its current hour whole: nothing has happened after now.
   const toNow = p.to === undefined;
-  const now_ = await series(q, f, b, limit, toNow, read);
+  // The two periods of a comparison go out together (on a PostgreSQL server each on connections of
+  // its own); read in chunks (the embedded store: one connection), one after the other, so that
+  // each keeps its own time budget.
+  const prev = f.compare ? previousPeriod(f) : undefined;
+  const current = () => series(q, f, b, limit, toNow, read);
+  const previous = () => prev && series(q, prev, b, limit, false, read);
+  const [now_, before] = read.chunkRows > 0 ? [await current(), await previous()] : await Promise.all([current(), previous()]);
   const answer = { ...(await head(q, f.scope)), breakdown: p.breakdown ?? null, source: now_.source, series: now_.series };
-  if (!f.compare) return answer;
-  const prev = previousPeriod(f);
-  return {
-    ...answer,
-    compare: {
-      range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() },
-      series: (await series(q, prev, b, limit, false, read)).series,
-    },
-  };
+  if (!prev || !before) return answer;
+  return { ...answer, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, series: before.series } };
 }
 
 /** Local day g (from `first`) → its bucket's number (0: the bucket of `first`), as bucketIndex numbers them. */
