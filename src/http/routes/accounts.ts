@@ -44,69 +44,23 @@ export function accountRoutes(app: App, ctx: AppContext): void {
     async (request) => Q.accountOverview(ctx.db, tenantOf(request), request.params.accountId),
   );
 
-  app.get(
-    '/v1/accounts/:accountId/features',
-    {
-      ...on(Page),
-      schema: {
-        summary: 'Top (category, name) event pairs of the account, most events first, paged',
-        tags,
-        security,
-        params: AccountParams,
-        querystring: Page,
-        response: { 200: S.rollupPage(S.Feature), ...errors },
+  // The account's paged lists: one shape, each its own query function.
+  const lists = [
+    ['features', 'Top (category, name) event pairs of the account, most events first, paged', S.Feature, Q.accountFeatures],
+    ['actors', 'Actors observed under the account', S.Actor, Q.accountActors],
+    ['licenses', 'Licenses observed under the account', S.LicenseUsage, Q.accountLicenses],
+    ['versions', '(source_app, source_version) rows with usage counts', S.VersionUsage, Q.accountVersions],
+  ] as const;
+  for (const [list, summary, item, read] of lists) {
+    app.get(
+      `/v1/accounts/:accountId/${list}`,
+      {
+        ...on(Page),
+        schema: { summary, tags, security, params: AccountParams, querystring: Page, response: { 200: S.rollupPage(item), ...errors } },
       },
-    },
-    async (request) => Q.accountFeatures(ctx.db, tenantOf(request), request.params.accountId, request.query),
-  );
-
-  app.get(
-    '/v1/accounts/:accountId/actors',
-    {
-      ...on(Page),
-      schema: {
-        summary: 'Actors observed under the account',
-        tags,
-        security,
-        params: AccountParams,
-        querystring: Page,
-        response: { 200: S.rollupPage(S.Actor), ...errors },
-      },
-    },
-    async (request) => Q.accountActors(ctx.db, tenantOf(request), request.params.accountId, request.query),
-  );
-
-  app.get(
-    '/v1/accounts/:accountId/licenses',
-    {
-      ...on(Page),
-      schema: {
-        summary: 'Licenses observed under the account',
-        tags,
-        security,
-        params: AccountParams,
-        querystring: Page,
-        response: { 200: S.rollupPage(S.LicenseUsage), ...errors },
-      },
-    },
-    async (request) => Q.accountLicenses(ctx.db, tenantOf(request), request.params.accountId, request.query),
-  );
-
-  app.get(
-    '/v1/accounts/:accountId/versions',
-    {
-      ...on(Page),
-      schema: {
-        summary: '(source_app, source_version) rows with usage counts',
-        tags,
-        security,
-        params: AccountParams,
-        querystring: Page,
-        response: { 200: S.rollupPage(S.VersionUsage), ...errors },
-      },
-    },
-    async (request) => Q.accountVersions(ctx.db, tenantOf(request), request.params.accountId, request.query),
-  );
+      async (request) => read(ctx.db, tenantOf(request), request.params.accountId, request.query),
+    );
+  }
 
   app.get(
     '/v1/accounts/:accountId/exceptions',
