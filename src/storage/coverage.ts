@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import type { Queryable, ScriptStatement } from './db.js';
 import { monthsSince, monthsSinceSql } from './read-model/tables.js';
 
 // /v1/accounts/coverage: how much of what arrives carries account and license context, where the
@@ -47,12 +47,14 @@ function factsSql(tenant: string, window: string, month: string, mask: string): 
  * The refresh's last statement (rollups.ts, refreshTenant): the tenant's refresh time and window,
  * and its coverage facts, built after its account and license snapshots.
  */
-export function coverageRefreshSql(): string {
-  return `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start, coverage)
+export function refreshCoverage(tenantId: string, now: Date, windowStart: string): ScriptStatement {
+  return {
+    sql: `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start, coverage)
      SELECT $1, $2, $3::date, f.coverage FROM (${factsSql('$1', '$3', '$4', '$5')}) f
-     ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start, coverage = excluded.coverage`;
+     ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start, coverage = excluded.coverage`,
+    params: [tenantId, now, windowStart, ...monthsSince(windowStart)],
+  };
 }
-export const coverageRefreshParams = (tenantId: string, now: Date, windowStart: string) => [tenantId, now, windowStart, ...monthsSince(windowStart)];
 
 type Triple = [number | string, number | string, number | string];
 interface Facts {

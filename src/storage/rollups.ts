@@ -1,4 +1,4 @@
-import { coverageRefreshParams, coverageRefreshSql } from './coverage.js';
+import { refreshCoverage } from './coverage.js';
 import type { Queryable, ScriptStatement } from './db.js';
 import { foldStatements } from './read-model/fold.js';
 import { DERIVED_TABLES } from './read-model/tables.js';
@@ -231,7 +231,7 @@ export function refreshTenant(tenantId: string, windowStart: string, now: Date, 
     script.push(refreshDetail(table, key, other, tenantId, windowStart, detailMinRows));
   }
   script.push({ sql: 'DELETE FROM rollup_dirty WHERE tenant_id = $1', params: [tenantId] });
-  script.push({ sql: coverageRefreshSql(), params: coverageRefreshParams(tenantId, now, windowStart) });
+  script.push(refreshCoverage(tenantId, now, windowStart));
   return script;
 }
 
