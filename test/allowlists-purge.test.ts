@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { productPurgeJob } from '../src/jobs/product-purge.js';
-import { createTenant, event, get, judge, postEvents, runJob, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, event, foldReadModel, get, judge, postEvents, runJob, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -116,6 +116,28 @@ describe('product lifecycle: deleting → purged → gone', () => {
     assert.equal(versions!.n, 0);
     // The slug can be used again.
     assert.equal((await send('POST', '/v1/products', tenant.adminKey, { slug: 'app' })).statusCode, 201);
+  });
+
+  it("a purged product leaves the account views and coverage at the rollup job's next run", async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    await send('POST', '/v1/products', tenant.adminKey, { slug: 'keep' });
+    const recent = new Date(Date.now() - 3_600_000).toISOString();
+    await postEvents(t.app, tenant.ingestKey, [
+      event({ account_id: 'acme', timestamp: recent }),
+      event({ timestamp: recent }),
+      event({ product: 'keep', account_id: 'acme', timestamp: recent }),
+    ]);
+    await foldReadModel(t.db);
+    const views = async () => {
+      const coverage = (await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json();
+      const acme = (await get(t.app, tenant.adminKey, '/v1/accounts')).json().data[0];
+      return { events: coverage.events.total, missing: coverage.top_missing_sources.map((m: { product: string }) => m.product), acme: acme.events };
+    };
+    assert.deepEqual(await views(), { events: 3, missing: ['app', 'keep'], acme: 2 }); // keep's event has no license
+    assert.equal((await send('DELETE', '/v1/products/app', tenant.adminKey)).statusCode, 202);
+    await runJob(t.db, productPurgeJob());
+    await foldReadModel(t.db);
+    assert.deepEqual(await views(), { events: 1, missing: ['keep'], acme: 1 });
   });
 
   it('resumes after an interrupted run: a half-purged product is finished by the next run', async () => {

@@ -28,7 +28,15 @@ export async function purgeProductChunk(q: Queryable, tenantId: string, productI
   return 0;
 }
 
-/** The last step: the product row itself (its versions and allowlist go with it). */
+/**
+ * The last step: the product row itself (its versions and allowlist go with it). The tenant's
+ * account and license snapshots and its coverage were built with the product's rows: they are due
+ * at the rollup job's next run (rollup_dirty), not at the window's next move.
+ */
 export async function deleteProduct(q: Queryable, tenantId: string, productId: string): Promise<void> {
-  await q.query("DELETE FROM products WHERE tenant_id = $1 AND id = $2 AND status = 'deleting'", [tenantId, productId]);
+  await q.query(
+    `WITH gone AS (DELETE FROM products WHERE tenant_id = $1 AND id = $2 AND status = 'deleting' RETURNING tenant_id)
+     INSERT INTO rollup_dirty (tenant_id) SELECT tenant_id FROM gone ON CONFLICT DO NOTHING`,
+    [tenantId, productId],
+  );
 }
