@@ -112,6 +112,12 @@ export function localDate(at: Date, tz: string): Ymd {
   return { y: local.getUTCFullYear(), m: local.getUTCMonth() + 1, d: local.getUTCDate() };
 }
 
+/** Whether `at` is a local midnight in tz. */
+export function isLocalMidnight(at: Date, tz: string): boolean {
+  const l = localDate(at, tz);
+  return at.getTime() === zonedMidnight(l.y, l.m, l.d, tz).getTime();
+}
+
 /** A valid zone name in its canonical spelling when it differs only in case (`utc` is `UTC`, `europe/berlin` is `Europe/Berlin`). */
 function zoneSpelling(tz: string): string {
   const resolved = new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;

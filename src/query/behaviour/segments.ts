@@ -3,7 +3,7 @@ import type { Db, Queryable } from '../../storage/db.js';
 import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
 import { requireAccountAnswers, requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
-import { checkLatest, localDate, resolveRange, resolveScope, zonedMidnight, type Scope, type ScopeParams } from '../scope.js';
+import { checkLatest, isLocalMidnight, localDate, resolveRange, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { monthRowsWhere, monthTerms, termsAny, type MonthTerm } from '../reports/month-terms.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, scopeSql, type EventMatcher } from './event-sql.js';
@@ -84,11 +84,7 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
  */
 function activeTerms(scope: Scope, now: Date): MonthTerm[] | undefined {
   if (scope.version !== undefined) return undefined;
-  const midnight = (t: Date) => {
-    const d = localDate(t, scope.tz);
-    return zonedMidnight(d.y, d.m, d.d, scope.tz).getTime() === t.getTime();
-  };
-  if (!midnight(scope.from) || !(midnight(scope.to) || scope.to.getTime() >= now.getTime())) return undefined;
+  if (!isLocalMidnight(scope.from, scope.tz) || !(isLocalMidnight(scope.to, scope.tz) || scope.to.getTime() >= now.getTime())) return undefined;
   const terms = monthTerms(scope.tz, localDate(scope.from, scope.tz), localDate(new Date(scope.to.getTime() - 1), scope.tz));
   return terms && terms.length > 0 ? terms : undefined;
 }

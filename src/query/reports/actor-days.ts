@@ -1,6 +1,6 @@
 import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
-import { isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { WORD_DAYS } from './buckets.js';
 import { eachBit, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
@@ -53,11 +53,7 @@ export function actorDaysAnswer(f: Filters, first: Ymd, last: Ymd): boolean {
  */
 export function wholeLocalDays(f: Filters, toNow: boolean): { first: Ymd; last: Ymd } | undefined {
   const s = f.scope;
-  const midnight = (d: Date) => {
-    const l = localDate(d, s.tz);
-    return d.getTime() === zonedMidnight(l.y, l.m, l.d, s.tz).getTime();
-  };
-  if (!midnight(s.from) || !(toNow || midnight(s.to))) return undefined;
+  if (!isLocalMidnight(s.from, s.tz) || !(toNow || isLocalMidnight(s.to, s.tz))) return undefined;
   const first = localDate(s.from, s.tz);
   const last = localDate(new Date(s.to.getTime() - 1), s.tz);
   return actorDaysAnswer(f, first, last) ? { first, last } : undefined;

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { queryTooLarge } from '../../errors.js';
 import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
-import { DAY_MS, HOUR_MS, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { DAY_MS, HOUR_MS, isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
 import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
 import { eachBit } from './month-terms.js';
@@ -86,11 +86,7 @@ async function readModelRows(q: Queryable, f: Filters, b: Breakdown | undefined,
   const lastBucketDay = tail ? localDate(new Date(s.to.getTime() - 1), s.tz) : last;
   if (!wholeHourDays(s.tz, first, lastBucketDay)) return undefined;
   // Actors per day, week or month come from local days: the bounds must be local midnights.
-  const midnight = (d: Date) => {
-    const l = localDate(d, s.tz);
-    return d.getTime() === zonedMidnight(l.y, l.m, l.d, s.tz).getTime();
-  };
-  if (s.interval !== 'hour' && !(midnight(s.from) && (toNow || midnight(to)))) return undefined;
+  if (s.interval !== 'hour' && !(isLocalMidnight(s.from, s.tz) && (toNow || isLocalMidnight(to, s.tz)))) return undefined;
 
   const sql = new Params();
   const tz = () => sql.add(s.tz);
