@@ -9,10 +9,12 @@ import {
   featuresOf,
   getSnapshot,
   listSnapshot,
+  NO_WINDOW,
   productsOf,
   rollupInfo,
   versionsOf,
   type Detail,
+  type RollupInfo,
   type Snapshot,
 } from '../storage/accounts.js';
 import { coverage } from '../storage/coverage.js';
@@ -29,12 +31,10 @@ export interface PageParams {
   cursor?: string | undefined;
 }
 
-/** refreshed_at and the window every answer carries. */
-async function freshness(db: Db, tenantId: string) {
-  const r = await rollupInfo(db, tenantId);
-  return { refreshed_at: r?.refreshed_at ?? null, window_days: 30 as const, window_start: r?.window_start ?? null };
-}
-const windowOf = (f: { window_start: string | null }) => f.window_start ?? '9999-12-31';
+/** refreshed_at and the window every answer carries, of the tenant's last refresh (`r`). */
+const freshnessOf = (r: RollupInfo | undefined) => ({ refreshed_at: r?.refreshed_at ?? null, window_days: 30 as const, window_start: r?.window_start ?? null });
+const freshness = async (db: Db, tenantId: string) => freshnessOf(await rollupInfo(db, tenantId));
+const windowOf = (f: { window_start: string | null }) => f.window_start ?? NO_WINDOW;
 
 /** A known account or license (seen in the window at the last refresh); otherwise 404, for another tenant's too. */
 async function scoped(db: Db, tenantId: string, kind: Kind, id: string) {
@@ -80,8 +80,8 @@ export async function listLicenses(db: Db, tenantId: string, p: PageParams) {
 }
 
 export async function accountCoverage(db: Db, tenantId: string) {
-  const f = await freshness(db, tenantId);
-  return { ...f, ...(await coverage(db, tenantId, windowOf(f))) };
+  const { info, ...answer } = await coverage(db, tenantId);
+  return { ...freshnessOf(info), ...answer };
 }
 
 export async function accountOverview(db: Db, tenantId: string, accountId: string) {

@@ -5,6 +5,9 @@ import { monthsSince, monthsSinceSql } from './read-model/tables.js';
 // Reads for the account and license endpoints: snapshots for lists, the read model within the
 // tenant's window for one account or license. Every function takes the tenant first.
 
+/** The window of a tenant never refreshed: after every day, so that it holds nothing. */
+export const NO_WINDOW = '9999-12-31';
+
 export interface RollupInfo {
   refreshed_at: string;
   window_start: string;

@@ -1,4 +1,6 @@
+import { NO_WINDOW, type RollupInfo } from './accounts.js';
 import type { Queryable, ScriptStatement } from './db.js';
+import { iso } from './rows.js';
 import { monthsSince, monthsSinceSql } from './read-model/tables.js';
 
 // /v1/accounts/coverage: how much of what arrives carries account and license context, where the
@@ -69,12 +71,20 @@ interface Facts {
 const num = (v: unknown) => Number(v ?? 0);
 const pct = (part: number, total: number) => (total === 0 ? 0 : Math.round((part / total) * 10_000) / 100);
 
-/** The coverage answer over the window (UTC days from windowStart): the facts the last refresh built, or the same facts read live. */
-export async function coverage(q: Queryable, tenantId: string, windowStart: string) {
-  const [built] = await q.query<{ coverage: Facts | null }>('SELECT coverage FROM tenant_rollups WHERE tenant_id = $1', [tenantId]);
+/**
+ * The coverage answer over the tenant's window, with the refresh it is as of (`info`, undefined
+ * before the first): the facts that refresh built, read with it in one row, or the same facts read
+ * live (a tenant refreshed before migration 200; an empty window before any refresh).
+ */
+export async function coverage(q: Queryable, tenantId: string) {
+  const [row] = await q.query<{ refreshed_at: Date; window_start: string; coverage: Facts | null }>(
+    'SELECT refreshed_at, window_start::text AS window_start, coverage FROM tenant_rollups WHERE tenant_id = $1',
+    [tenantId],
+  );
+  const info: RollupInfo | undefined = row && { refreshed_at: iso(row.refreshed_at)!, window_start: row.window_start };
+  const windowStart = row?.window_start ?? NO_WINDOW;
   const facts =
-    built?.coverage ??
-    (await q.query<{ coverage: Facts }>(factsSql('$1', '$2', '$3', '$4'), [tenantId, windowStart, ...monthsSince(windowStart)]))[0]!.coverage;
+    row?.coverage ?? (await q.query<{ coverage: Facts }>(factsSql('$1', '$2', '$3', '$4'), [tenantId, windowStart, ...monthsSince(windowStart)]))[0]!.coverage;
   const share = (m: (typeof MEASURES)[number]) => {
     const [total, withAccount, withLicense] = facts.shares[m].map(num) as [number, number, number];
     return { total, with_account: withAccount, with_license: withLicense, account_pct: pct(withAccount, total), license_pct: pct(withLicense, total) };
@@ -106,6 +116,7 @@ export async function coverage(q: Queryable, tenantId: string, windowStart: stri
     });
   }
   return {
+    info,
     events: share('events'),
     sessions: share('sessions'),
     exceptions: share('exceptions'),
