@@ -15,7 +15,8 @@ import { createTenant } from '../src/admin/operations.js';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { mergePlans } from '../src/domain/plans.js';
-import { windowStart, rollupJob } from '../src/jobs/rollups.js';
+import { windowStart } from '../src/jobs/rollups.js';
+import { storeRollupJob } from '../src/jobs/all.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { openDb, type Db, type LockedSession, type Queryable } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
@@ -190,7 +191,7 @@ const warnLog = { warn: (o: { err: unknown }) => errors.push(o.err), info() {}, 
  */
 async function refresh(db: Db, label: string): Promise<number> {
   const log: Timing[] = [];
-  const jobs = startJobs(timed(db, log), [rollupJob(60)], warnLog);
+  const jobs = startJobs(timed(db, log), [storeRollupJob(60, true)], warnLog);
   const t0 = performance.now();
   const ok = await jobs.runOnce('rollups');
   const s = secs(t0);

@@ -610,7 +610,7 @@ async function main(): Promise<void> {
       `rollups: ${folded} of ${acked} events folded by the end of the phase (the job's first run ${process.env.ROLLUP_INTERVAL_SECONDS ?? 60} s into it)`,
     );
   // Database time to keep the read model current: a backlog of --backlog raw events, folded by one run of the job on the raw store.
-  const fold = opt.rollups && Number(opt.backlog) > 0 ? await foldBacklog(raw, Number(opt.backlog), insertRaw) : undefined;
+  const fold = opt.rollups && Number(opt.backlog) > 0 ? await foldBacklog(raw, STORE === 'postgres', Number(opt.backlog), insertRaw) : undefined;
   if (fold) console.log(`fold of a ${fold.events}-event backlog: ${fold.seconds.toFixed(2)} s, ${fold.us_per_event} µs per event`);
   await raw.close();
   agent.destroy();

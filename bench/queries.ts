@@ -16,7 +16,7 @@ import { createTenant } from '../src/admin/operations.js';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { mergePlans } from '../src/domain/plans.js';
-import { rollupJob } from '../src/jobs/rollups.js';
+import { storeRollupJob } from '../src/jobs/all.js';
 import { startJobs } from '../src/jobs/runner.js';
 import { openDb } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
@@ -191,7 +191,7 @@ async function fold(db: Awaited<ReturnType<typeof openDb>>, gen: pg.Client): Pro
     const kind = o.step.replace(/ \d{4}-\d\d-\d\d$/, '');
     kinds.set(kind, (kinds.get(kind) ?? 0) + o.ms);
   };
-  const jobs = startJobs(db, [rollupJob(60, { slowStepMs: 1 })], { warn: watch, info() {}, error: console.error } as never);
+  const jobs = startJobs(db, [storeRollupJob(60, true, { slowStepMs: 1 })], { warn: watch, info() {}, error: console.error } as never);
   if (!(await jobs.runOnce('rollups'))) throw new Error('the fold failed');
   await jobs.stop();
   const run = (performance.now() - t0) / 1000;

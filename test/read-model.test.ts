@@ -398,6 +398,25 @@ describe('the rollup job on a busy store', () => {
     const [{ n }] = (await t.db.query<{ n: number }>('SELECT sum(events)::int AS n FROM rm_event_hours WHERE tenant_id = $1', [tenant.id])) as [{ n: number }];
     assert.equal(n, 50);
   });
+
+  it("takes up to minSliceEvents events in a slice whatever its time (PostgreSQL's floor), and every event is folded once", async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    await runJob(); // what earlier tests left, folded first
+    for (let i = 0; i < 5; i++) {
+      const batch = Array.from({ length: 10 }, (_, j) => event({ actor_id: `f${j}`, timestamp: at(i * 1000 + j) }));
+      assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    }
+    const folds: { events: number }[] = [];
+    const log = { ...SILENT_LOG, warn: (o: { step: string; events: number }) => void (o.step === 'fold' && folds.push(o)) } as never;
+    // The same 0.3 ms aim that made a slice of each batch above, with a floor of 40 events: the first four batches, then the fifth.
+    await foldReadModel(t.db, { sliceMs: 0.3, minSliceEvents: 40, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 }, log);
+    assert.deepEqual(
+      folds.filter((f) => f.events > 0).map((f) => f.events),
+      [40, 10],
+    );
+    const [{ n }] = (await t.db.query<{ n: number }>('SELECT sum(events)::int AS n FROM rm_event_hours WHERE tenant_id = $1', [tenant.id])) as [{ n: number }];
+    assert.equal(n, 50);
+  });
 });
 
 describe("a fold step's BRIN summary", () => {

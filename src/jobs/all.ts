@@ -3,7 +3,7 @@ import type { Plans } from '../domain/plans.js';
 import { actorErasureJob, eventRetentionJob } from './data-rights.js';
 import { deadLetterRetentionJob } from './dead-letter-retention.js';
 import { productPurgeJob } from './product-purge.js';
-import { rollupJob } from './rollups.js';
+import { rollupJob, SLICE_MIN_EVENTS_PG, type RollupOptions } from './rollups.js';
 import type { Job } from './runner.js';
 import { sessionTimeoutJob } from './session-timeouts.js';
 
@@ -13,16 +13,27 @@ export function backgroundJobs(config: Config, plans: Plans): Job[] {
     deadLetterRetentionJob(config.deadLetterRetentionDays),
     productPurgeJob(),
     sessionTimeoutJob(config.sessionTimeoutMinutes),
-    // The embedded store's one connection is shared with requests: short slices of about 200 ms (docs/embedded-store.md),
-    // starting narrow (a slice is one statement there, and a request waits for the whole of it), widening
-    // from the time each takes. Each transaction id there is one batch of up to 1000 events. Not 100 ms:
-    // a step costs 40 to 100 ms under load whatever it folds, so a one-batch slice already took longer
-    // than 100 ms and slices stayed at one batch or two, at 140 to 300 µs of worker time per event folded
-    // (docs/read-model.md, "How big a slice is"). A step that holds the store longer than 250 ms is logged.
-    config.databaseUrl
-      ? rollupJob(config.rollupIntervalSeconds)
-      : rollupJob(config.rollupIntervalSeconds, { sliceMs: 200, initialWidth: 4, compactEvery: 8, slowStepMs: 250, vacuumEvents: false }),
+    storeRollupJob(config.rollupIntervalSeconds, !!config.databaseUrl),
     actorErasureJob(),
     eventRetentionJob(config.eventRetentionDays, plans),
   ];
+}
+
+/**
+ * The rollup job as a server runs it on its store (`postgres`: a PostgreSQL server, else the
+ * embedded store), with `extra` options (a bench's step log).
+ *
+ * PostgreSQL: slices of at least SLICE_MIN_EVENTS_PG events (requests have connections of their own).
+ * The embedded store's one connection is shared with requests: short slices of about 200 ms
+ * (docs/embedded-store.md), starting narrow (a slice is one statement there, and a request waits for
+ * the whole of it), widening from the time each takes. Each transaction id there is one batch of up
+ * to 1000 events. Not 100 ms: a step costs 40 to 100 ms under load whatever it folds, so a one-batch
+ * slice already took longer than 100 ms and slices stayed at one batch or two, at 140 to 300 µs of
+ * worker time per event folded (docs/read-model.md, "How big a slice is"). A step that holds the
+ * store longer than 250 ms is logged.
+ */
+export function storeRollupJob(intervalSeconds: number, postgres: boolean, extra: RollupOptions = {}): Job {
+  return postgres
+    ? rollupJob(intervalSeconds, { minSliceEvents: SLICE_MIN_EVENTS_PG, ...extra })
+    : rollupJob(intervalSeconds, { sliceMs: 200, initialWidth: 4, compactEvery: 8, slowStepMs: 250, vacuumEvents: false, ...extra });
 }

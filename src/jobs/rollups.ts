@@ -77,6 +77,15 @@ const REFRESH_SPACING = 4;
 const FIRST_US_PER_EVENT = 100;
 
 /**
+ * On PostgreSQL a slice may hold this many events, however long it takes: reads and writes run
+ * on connections of their own there, so a long slice holds up no request, and a bigger slice
+ * costs less per event (its events share derived rows). bench:queries' 10M-event backlog
+ * (transactions of 1M events, each over all 30 days): ten slices of one transaction 652 s of
+ * folding and 387 s of compaction; one slice of all ten 315 s and 171 s (docs/benchmarks.md).
+ */
+export const SLICE_MIN_EVENTS_PG = 10_000_000;
+
+/**
  * How many BRIN page ranges (1 MB of heap each) a step first summarises per ms of `sliceMs`: one
  * took 12 to 30 ms on the embedded store with both cores busy, so a 200 ms step starts at 8.
  */
@@ -111,11 +120,12 @@ interface Slice {
  * as a cut slice went; otherwise it doubles while slices fit their time (a run of empty ids is
  * crossed quickly) and stays as it is when one did not.
  */
-function nextSize(size: Size, last: Slice, sliceMs: number): Size {
+function nextSize(size: Size, last: Slice, sliceMs: number, minEvents: number): Size {
   const full = last.cut || last.events >= size.budget / 2;
   const fits = Math.floor((last.events * sliceMs) / Math.max(1, last.ms));
-  const budget = full ? Math.max(1, Math.min(2 * size.budget, fits)) : size.budget;
-  const width = last.cut ? Math.max(1, 2 * last.xids) : last.ms <= sliceMs ? Math.min(2 * size.width, 1 << 30) : size.width;
+  const budget = full ? Math.max(1, minEvents, Math.min(2 * size.budget, fits)) : size.budget;
+  const widen = last.ms <= sliceMs || last.events < minEvents;
+  const width = last.cut ? Math.max(1, 2 * last.xids) : widen ? Math.min(2 * size.width, 1 << 30) : size.width;
   return { width, budget };
 }
 
@@ -148,6 +158,12 @@ export interface RollupOptions {
   sliceMs?: number;
   /** The first slice's width in transaction ids (default 256). */
   initialWidth?: number;
+  /**
+   * A slice may fold this many events whatever its time (default 0: `sliceMs` alone sizes it;
+   * PostgreSQL's job takes SLICE_MIN_EVENTS_PG). A slice's cost per event falls as it grows,
+   * since its events share derived rows (docs/read-model.md, "How big a slice is").
+   */
+  minSliceEvents?: number;
   /** Compact every so many slices of a run (default 0: only at its end). */
   compactEvery?: number;
   /** How often a run ends with VACUUM (ANALYZE) (default VACUUM_EVERY_MS; 0: every run). */
@@ -175,6 +191,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
   const {
     sliceMs = 10_000,
     initialWidth = 256,
+    minSliceEvents = 0,
     compactEvery = 0,
     vacuumEveryMs = VACUUM_EVERY_MS,
     monthsBloat = MONTHS_BLOAT,
@@ -185,7 +202,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
   } = options;
   const intervalMs = Math.max(1, intervalSeconds) * 1000;
   // Carried from run to run: how many transaction ids a slice looks at, and how many events it may fold (first from a cautious cost).
-  let size: Size = { width: initialWidth, budget: Math.max(1, Math.floor((sliceMs * 1000) / FIRST_US_PER_EVENT)) };
+  let size: Size = { width: initialWidth, budget: Math.max(1, minSliceEvents, Math.floor((sliceMs * 1000) / FIRST_US_PER_EVENT)) };
   const summarised: SummaryCursor = new Map();
   let ranges = Math.max(1, Math.round(sliceMs * RANGES_PER_MS)); // per index and step, following the time of steps that only summarised
   let vacuumedAt = performance.now(); // the first after vacuumEveryMs: a process that restarts often does not vacuum at each start
@@ -229,7 +246,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
           if (done!.summarised >= ranges / 2) ranges = Math.max(1, Math.min(2 * ranges, Math.floor((ranges * sliceMs) / ms)));
         } else {
           until ??= done!.xmax;
-          size = nextSize(size, { xids: done!.xids, events: done!.events, cut: done!.cut, ms }, sliceMs);
+          size = nextSize(size, { xids: done!.xids, events: done!.events, cut: done!.cut, ms }, sliceMs, minSliceEvents);
         }
         if (more && compactEvery > 0 && ++slices % compactEvery === 0) await compact(s, now, watch, merge);
         if (more && performance.now() - refreshedAt > Math.max(intervalMs, REFRESH_SPACING * refreshMs)) {
