@@ -289,6 +289,49 @@ describe('read model', () => {
   });
 });
 
+describe('compaction', () => {
+  it('compacts a day over that two folds wrote, to one row per key, and leaves one that one fold wrote as it is; the answers stay those of raw rows', async () => {
+    const tn = await tenantWithProduct(t.app, 'business');
+    await runJob(); // what earlier tests left, folded and compacted first
+    // Three actors in three accounts (sent in reverse order), on two days over: day A in one batch, day B in two.
+    const batch = (ms: number) =>
+      ['zeta', 'mu', 'alpha'].map((account, j) =>
+        event({ actor_id: `c${j}`, timestamp: at(ms + j * 60_000), account_id: account, license_id: `L-${account}` }),
+      );
+    const [dayA, dayB] = [-5 * DAY, -6 * DAY];
+    assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayA))).statusCode, 200);
+    assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayB))).statusCode, 200);
+    await foldOnly();
+    assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayB + 10_000))).statusCode, 200);
+    await foldOnly();
+    const due = () =>
+      t.db.query<{ day: string; folds: number }>('SELECT day::text AS day, folds FROM rm_compaction_due WHERE tenant_id = $1 ORDER BY day', [tn.id]);
+    assert.deepEqual(await due(), [
+      { day: dayOf(dayB), folds: 2 },
+      { day: dayOf(dayA), folds: 1 },
+    ]);
+    // Where each row of a day is stored: a compaction deletes and rewrites them.
+    const places = (day: number) =>
+      t.db.query<{ tbl: string; ctid: string }>(
+        `SELECT 'rm_actor_days' AS tbl, ctid::text FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date
+         UNION ALL SELECT 'rm_usage_days', ctid::text FROM rm_usage_days WHERE tenant_id = $1 AND day = $2::date
+         UNION ALL SELECT 'rm_feature_days', ctid::text FROM rm_feature_days WHERE tenant_id = $1 AND day = $2::date ORDER BY 1, 2`,
+        [tn.id, dayOf(day)],
+      );
+    const rowsOfA = await places(dayA);
+    assert.equal(rowsOfA.length, 9, 'a row per actor, per account and license, and per feature of each');
+    const actorDays = async (day: number) =>
+      (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date', [tn.id, dayOf(day)]))[0]!.n;
+    assert.equal(await actorDays(dayB), 6, 'a delta per actor and fold');
+
+    await runJob();
+    assert.deepEqual(await due(), [], 'nothing left due');
+    assert.deepEqual(await places(dayA), rowsOfA, 'the day one fold wrote was not rewritten');
+    assert.equal(await actorDays(dayB), 3, 'one row per actor once compacted');
+    await assertMatchesRaw(tn.id, 'after compaction');
+  });
+});
+
 describe("rm_actor_months' merge", () => {
   it('merges in steps of a bounded number of keys, to one row per key with the answers of a recomputation; a step that dies changes nothing and a later run finishes', async () => {
     const tn = await tenantWithProduct(t.app, 'business');

@@ -1,5 +1,5 @@
 import { LOCKS, type LockedSession, type ScriptStatement } from '../storage/db.js';
-import { compactDay, compactionDue, mergeMonthsStep } from '../storage/read-model/compact.js';
+import { compactDay, compactionDue, mergeMonthsStep, settleDays } from '../storage/read-model/compact.js';
 import {
   dirtyTenants,
   foldStep,
@@ -300,7 +300,9 @@ async function compact(s: LockedSession, now: Date, watch: Watch, merge: Merge):
 }
 
 async function compactDays(s: LockedSession, now: Date, watch: Watch): Promise<void> {
-  for (const d of await compactionDue(s, now.toISOString().slice(0, 10), COMPACT_PER_RUN)) {
+  const today = now.toISOString().slice(0, 10);
+  await step(s, watch, 'settle days', settleDays(today));
+  for (const d of await compactionDue(s, today, COMPACT_PER_RUN)) {
     await step(s, watch, `compact ${d.day}`, compactDay(d.tenant_id, d.day));
   }
 }
