@@ -1,6 +1,7 @@
 // Times fixed request shapes on bench:queries' fixture: the shapes a console or an API user sends
 // (a name with its product, a name with its category, a comparison with the previous period, a
-// start event's retention, a segment without an event condition, account coverage) that bench:queries' random mix
+// start event's retention, a segment without an event condition, account coverage, the biggest
+// account's views) that bench:queries' random mix
 // does not, each the median of --runs after one warm-up, over app.inject (no socket: the store's
 // time and the server's). See docs/benchmarks.md, "Request shapes".
 // Usage: npm run bench:shapes -- [--runs 3] [--only trends_name_product,retention_start_event]
@@ -55,6 +56,11 @@ const shapes: Record<string, () => Promise<[method: 'GET' | 'POST', url: string,
   segment_active_7d: async () => ['GET', await segment({ range: '7d' })],
   segment_account_30d: async () => ['GET', await segment({ range: '30d', account_id: 'acct_0001' })],
   accounts_coverage: async () => ['GET', '/v1/accounts/coverage'],
+  // The biggest account (acct_0001: about 4 % of the events), its overview and its four lists' first pages.
+  account_overview: async () => ['GET', '/v1/accounts/acct_0001'],
+  ...Object.fromEntries(
+    ['features', 'actors', 'licenses', 'versions'].map((list) => [`account_${list}`, async () => ['GET', `/v1/accounts/acct_0001/${list}`] as const]),
+  ),
 };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
