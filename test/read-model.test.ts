@@ -116,9 +116,9 @@ const CHECKS: [string, string, string][] = [
   ],
   [
     'features by day',
-    `SELECT day::text, account_id, license_id, category, name, sum(events)::int AS n FROM rm_feature_days WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
-    `SELECT (occurred_at AT TIME ZONE 'UTC')::date::text AS day, coalesce(account_id, '') AS account_id, coalesce(license_id, '') AS license_id, category, name, count(*)::int AS n
-       FROM events WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4, 5`,
+    `SELECT day::text, account_id, category, name, sum(events)::int AS n FROM rm_feature_days WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4`,
+    `SELECT (occurred_at AT TIME ZONE 'UTC')::date::text AS day, coalesce(account_id, '') AS account_id, category, name, count(*)::int AS n
+       FROM events WHERE tenant_id = $1 GROUP BY 1, 2, 3, 4`,
   ],
   [
     'actor days',

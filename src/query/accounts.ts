@@ -37,7 +37,7 @@ const freshness = async (db: Db, tenantId: string) => freshnessOf(await rollupIn
 const windowOf = (f: { window_start: string | null }) => f.window_start ?? NO_WINDOW;
 
 /** A known account or license (seen in the window at the last refresh); otherwise 404, for another tenant's too. */
-async function scoped(db: Db, tenantId: string, kind: Kind, id: string) {
+async function scoped<K extends Kind>(db: Db, tenantId: string, kind: K, id: string) {
   const f = await freshness(db, tenantId);
   const snapshot = await getSnapshot(db, tenantId, kind, id);
   if (!snapshot) throw notFound('not_found', kind === 'account_id' ? 'account' : 'license');

@@ -163,8 +163,8 @@ export async function counterpartsOf(q: Queryable, s: Scope) {
   }));
 }
 
-/** The pairs by events (most first), then category and name; after `after` ([events, category, name]) when given. */
-export async function featuresOf(q: Queryable, s: Scope, after: readonly [number, string, string] | undefined, limit: number) {
+/** An account's pairs by events (most first), then category and name; after `after` ([events, category, name]) when given. rm_feature_days keeps no license. */
+export async function featuresOf(q: Queryable, s: Scope & { kind: 'account_id' }, after: readonly [number, string, string] | undefined, limit: number) {
   const rows = await q.query(
     `SELECT category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
        FROM rm_feature_days WHERE ${where(s)} GROUP BY category, name

@@ -100,9 +100,9 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
   );
   await count(
     'rm_feature_days',
-    `INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
-     SELECT r.tenant_id, ${day('r.occurred_at')}, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.category, r.name, -count(*), min(r.occurred_at), max(r.occurred_at)
-       FROM events r, rollup_state s WHERE s.id = 1 AND ${mine} AND ${folded('r.ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+    `INSERT INTO rm_feature_days (tenant_id, day, account_id, product_id, category, name, events, first_seen, last_seen)
+     SELECT r.tenant_id, ${day('r.occurred_at')}, coalesce(r.account_id, ''), r.product_id, r.category, r.name, -count(*), min(r.occurred_at), max(r.occurred_at)
+       FROM events r, rollup_state s WHERE s.id = 1 AND ${mine} AND ${folded('r.ingest_xid')} GROUP BY 1, 2, 3, 4, 5, 6`,
   );
   await count(
     'rm_usage_days',

@@ -80,11 +80,11 @@ const EVENTS = `
     INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, first_seen, last_seen)
     SELECT * FROM u ORDER BY account_id, license_id),
   f AS MATERIALIZED (
-    SELECT tenant_id, day, account_id, license_id, product_id, category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-      FROM n GROUP BY 1, 2, 3, 4, 5, 6, 7),
+    SELECT tenant_id, day, account_id, product_id, category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+      FROM n GROUP BY 1, 2, 3, 4, 5, 6),
   features AS (
-    INSERT INTO rm_feature_days (tenant_id, day, account_id, license_id, product_id, category, name, events, first_seen, last_seen)
-    SELECT * FROM f ORDER BY account_id, license_id),
+    INSERT INTO rm_feature_days (tenant_id, day, account_id, product_id, category, name, events, first_seen, last_seen)
+    SELECT * FROM f ORDER BY account_id),
   -- Hashed apart (MATERIALIZED) from g below, whose ordered aggregate takes sorted input: else the
   -- planner sorted the whole slice to feed both (10M rows), where g sorts gv's fewer rows.
   gv AS MATERIALIZED (
