@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { compactDay, mergeMonthsStep } from '../src/storage/read-model/compact.js';
 import { LOCKS } from '../src/storage/db.js';
 import { foldStep, foldStepDone } from '../src/storage/rollups.js';
+import type { RollupOptions } from '../src/jobs/rollups.js';
 import { event, foldReadModel, post, postEvents, SILENT_LOG, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
@@ -423,42 +424,30 @@ describe('the rollup job on a busy store', () => {
     assert.ok(logged.every((l) => typeof l.ms === 'number' && l.ms >= 0));
   });
 
-  it('bounds a slice by events, not transaction ids: a wide slice holds one batch when its budget is smaller than a batch, and every event is folded once', async () => {
+  /** Five 10-event batches of a new tenant, folded by one run of the job with `options`: the events of each slice that folded any, once all 50 are folded. */
+  async function slicesOf(options: RollupOptions): Promise<number[]> {
     const tenant = await tenantWithProduct(t.app, 'business');
     await runJob(); // what earlier tests left, folded first
     for (let i = 0; i < 5; i++) {
       const batch = Array.from({ length: 10 }, (_, j) => event({ actor_id: `b${j}`, timestamp: at(i * 1000 + j) }));
       assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
     }
-    const folds: { events: number; cut: boolean }[] = [];
-    const log = { ...SILENT_LOG, warn: (o: { step: string; events: number; cut: boolean }) => void (o.step === 'fold' && folds.push(o)) } as never;
-    // 256 ids wide, but a budget of 3 events (0.3 ms at the first cost per event): each 10-event batch is a slice of its own.
-    await foldReadModel(t.db, { sliceMs: 0.3, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 }, log);
-    assert.deepEqual(
-      folds.filter((f) => f.events > 0).map((f) => f.events),
-      [10, 10, 10, 10, 10],
-    );
+    const folds: { events: number }[] = [];
+    const log = { ...SILENT_LOG, warn: (o: { step: string; events: number }) => void (o.step === 'fold' && folds.push(o)) } as never;
+    await foldReadModel(t.db, { ...options, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 }, log);
     const [{ n }] = (await t.db.query<{ n: number }>('SELECT sum(events)::int AS n FROM rm_event_hours WHERE tenant_id = $1', [tenant.id])) as [{ n: number }];
     assert.equal(n, 50);
+    return folds.filter((f) => f.events > 0).map((f) => f.events);
+  }
+
+  it('bounds a slice by events, not transaction ids: a wide slice holds one batch when its budget is smaller than a batch, and every event is folded once', async () => {
+    // 256 ids wide, but a budget of 3 events (0.3 ms at the first cost per event): each 10-event batch is a slice of its own.
+    assert.deepEqual(await slicesOf({ sliceMs: 0.3 }), [10, 10, 10, 10, 10]);
   });
 
   it("takes up to minSliceEvents events in a slice whatever its time (PostgreSQL's floor), and every event is folded once", async () => {
-    const tenant = await tenantWithProduct(t.app, 'business');
-    await runJob(); // what earlier tests left, folded first
-    for (let i = 0; i < 5; i++) {
-      const batch = Array.from({ length: 10 }, (_, j) => event({ actor_id: `f${j}`, timestamp: at(i * 1000 + j) }));
-      assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
-    }
-    const folds: { events: number }[] = [];
-    const log = { ...SILENT_LOG, warn: (o: { step: string; events: number }) => void (o.step === 'fold' && folds.push(o)) } as never;
-    // The same 0.3 ms aim that made a slice of each batch above, with a floor of 40 events: the first four batches, then the fifth.
-    await foldReadModel(t.db, { sliceMs: 0.3, minSliceEvents: 40, initialWidth: 256, vacuumEveryMs: 0, slowStepMs: 0.001 }, log);
-    assert.deepEqual(
-      folds.filter((f) => f.events > 0).map((f) => f.events),
-      [40, 10],
-    );
-    const [{ n }] = (await t.db.query<{ n: number }>('SELECT sum(events)::int AS n FROM rm_event_hours WHERE tenant_id = $1', [tenant.id])) as [{ n: number }];
-    assert.equal(n, 50);
+    // The same 0.3 ms aim, with a floor of 40 events: the first four batches, then the fifth.
+    assert.deepEqual(await slicesOf({ sliceMs: 0.3, minSliceEvents: 40 }), [40, 10]);
   });
 });
 
