@@ -79,9 +79,8 @@ const FIRST_US_PER_EVENT = 100;
 /**
  * On PostgreSQL a slice may hold this many events, however long it takes: reads and writes run
  * on connections of their own there, so a long slice holds up no request, and a bigger slice
- * costs less per event (its events share derived rows). bench:queries' 10M-event backlog
- * (transactions of 1M events, each over all 30 days): ten slices of one transaction 652 s of
- * folding and 387 s of compaction; one slice of all ten 315 s and 171 s (docs/benchmarks.md).
+ * costs less per event (its events share derived rows; measured in docs/read-model.md, "How big
+ * a slice is").
  */
 export const SLICE_MIN_EVENTS_PG = 10_000_000;
 
