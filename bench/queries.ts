@@ -1,7 +1,8 @@
 // Measures the reports on PostgreSQL: one tenant with N events over 30 days (2,000 accounts, 50,000 actors, 20 versions,
 // 40 event names, environments for every actor), sessions and exceptions, folded once by the real rollup job; then, per
 // report, the p95 of REQUESTS varied requests (random ranges, time zones, intervals, filters, breakdowns) over real HTTP,
-// the explorer's first page, and a CSV export of every event with the server's RSS growth (same process).
+// the explorer's first page, the behaviour queries (a 5-step funnel over 30 days, a 12-week retention matrix, a saved
+// segment's size, paths: names drawn at random), and a CSV export of every event with the server's RSS growth (same process).
 // The data generator is bench/accounts.ts's (copied: that file runs on import). See docs/benchmarks.md, "Queries".
 // Usage: npm run bench:queries -- [--events 1000000] [--requests 200] [--reuse] [--refold] [--only trends,versions] [--no-export] [--pg-defaults] [--drop]
 //   DATABASE_URL (default postgres://postgres@127.0.0.1:5432/tally_bench_queries) is dropped and recreated at the start,
@@ -122,21 +123,26 @@ const failures: string[] = [];
 /** The `source` of the last JSON answer (read_model or events), where the report says. */
 let lastSource = 'n/a';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-function get(port: number, key: string, path: string, accept = 'application/json', onChunk?: (c: Buffer) => void): Promise<number> {
+/** A request: a GET of a path, or a POST of a JSON body (funnels, retention, segments). */
+type Req = string | { path: string; body: unknown };
+function send(port: number, key: string, req: Req, accept = 'application/json', onChunk?: (c: Buffer) => void): Promise<number> {
   const t0 = performance.now();
+  const [path, body] = typeof req === 'string' ? [req, undefined] : [req.path, JSON.stringify(req.body)];
+  const headers = { authorization: `Bearer ${key}`, accept, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
   return new Promise((resolve, reject) => {
     http
-      .get({ agent, host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${key}`, accept } }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (res.statusCode === 200 && onChunk ? onChunk(c) : (body += c)));
+      .request({ agent, host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', headers }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (res.statusCode === 200 && onChunk ? onChunk(c) : (text += c)));
         res.on('end', () => {
-          if (res.statusCode === 200 && !onChunk) lastSource = /"source":"(\w+)"/.exec(body)?.[1] ?? 'n/a';
-          if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${body.slice(0, 120)}`);
+          if (res.statusCode === 200 && !onChunk) lastSource = /"source":"(\w+)"/.exec(text)?.[1] ?? 'n/a';
+          if (res.statusCode !== 200) failures.push(`${res.statusCode} ${path} ${text.slice(0, 120)}`);
           if (res.statusCode === 200 || res.statusCode === 422) resolve(performance.now() - t0);
-          else reject(new Error(`GET ${path}: ${res.statusCode} ${body.slice(0, 300)}`));
+          else reject(new Error(`${body === undefined ? 'GET' : 'POST'} ${path}: ${res.statusCode} ${text.slice(0, 300)}`));
         });
       })
-      .on('error', reject);
+      .on('error', reject)
+      .end(body);
   });
 }
 
@@ -244,7 +250,19 @@ async function main(): Promise<void> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   const fingerprint = 'fp_1';
-  const reports: Record<string, () => string> = {
+  const only = opt.only?.split(',');
+  // Saved segments for segment_size (did one of the names at least N times), deleted at the end.
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const segments: string[] = [];
+  for (let i = 0; i < (only && !only.includes('segment_size') ? 0 : 5); i++) {
+    const [category, name] = pick(PAIRS);
+    const definition = { range: pick(['7d', '30d']), did: [{ category, name, min_count: pick([1, 5, 20]) }] };
+    const res = await app.inject({ method: 'POST', url: '/v1/segments', headers, payload: JSON.stringify({ name: `bench ${i}`, definition }) });
+    segments.push(res.json<{ id: string }>().id);
+  }
+  const names = (n: number) => [...PAIRS].sort(() => Math.random() - 0.5).slice(0, n);
+  const tz = () => pick(['UTC', 'UTC', 'America/New_York', 'Europe/Berlin']);
+  const reports: Record<string, () => Req> = {
     trends: () =>
       `/v1/reports/trends?${common()}${filter(true)}${pick(['', '&breakdown=name', '&breakdown=version', '&breakdown=account', '&breakdown=os', '&breakdown=property:screen'])}`,
     active_actors: () => `/v1/reports/active-actors?${common()}${filter(true)}`,
@@ -256,19 +274,48 @@ async function main(): Promise<void> {
     environment: () => `/v1/environment/${pick(['os', 'locale', 'runtime', 'screen'])}?${common()}${filter(false)}`,
     exception_trend: () => `/v1/exceptions/${fingerprint}?${common()}${filter(false)}`,
     events_first_page: () => `/v1/events?${common().replace(/&interval=\w+/, '')}${filter(true)}`,
+    // The behaviour queries (docs/behaviour.md), on the fixture's 40 names drawn at random.
+    funnel_5_steps: () => ({
+      path: '/v1/funnels',
+      body: {
+        product: 'desktop-app',
+        range: '30d',
+        tz: tz(),
+        steps: names(5).map(([category, name]) => ({ category, name })),
+        window: { value: pick([1, 7, 14]), unit: 'day' },
+      },
+    }),
+    retention_12_weeks: () => {
+      const start = pick([undefined, ...names(3)]);
+      return {
+        path: '/v1/retention',
+        body: {
+          product: 'desktop-app',
+          range: '84d',
+          tz: tz(),
+          period: 'week',
+          periods: 12,
+          ...(start && { start_event: { category: start[0], name: start[1] } }),
+        },
+      };
+    },
+    segment_size: () => `/v1/segments/${pick(segments)}/size`,
+    paths: () => {
+      const [category, name] = pick(PAIRS);
+      return `/v1/paths?product=desktop-app&range=${pick(['7d', '30d'])}&tz=${encodeURIComponent(tz())}&category=${category}&name=${name}&steps=3&limit=10`;
+    },
   };
   const p95: Record<string, number> = {};
-  const only = opt.only?.split(',');
   for (const [name, url] of Object.entries(reports)) {
     if (only && !only.includes(name)) continue;
-    for (let i = 0; i < 5; i++) await get(port, key, url()); // warm-up
+    for (let i = 0; i < 5; i++) await send(port, key, url()); // warm-up
     const times: number[] = [];
     const bySource = new Map<string, number[]>();
-    const slow: [number, string][] = [];
+    const slow: [number, Req][] = [];
     for (let i = 0; i < REQUESTS; i++) {
       const path = url();
       lastSource = 'n/a';
-      const ms = await get(port, key, path);
+      const ms = await send(port, key, path);
       times.push(ms);
       bySource.set(lastSource, [...(bySource.get(lastSource) ?? []), ms]);
       slow.push([ms, path]);
@@ -279,7 +326,9 @@ async function main(): Promise<void> {
       `${name}: p50 ${r1(pct(times, 50))} ms, p95 ${p95[name]} ms, max ${r1(Math.max(...times))} ms (${REQUESTS} requests, ${failures.length} answered 422 so far; load ${load()})`,
     );
     if (bySource.size > 1 || !bySource.has('n/a')) console.log(`  by source: ${sources}`);
-    for (const [ms, path] of slow.sort((a, b) => b[0] - a[0]).slice(0, 3)) console.log(`  slowest: ${r1(ms)} ms ${path}`);
+    for (const [ms, req] of slow.sort((a, b) => b[0] - a[0]).slice(0, 3)) {
+      console.log(`  slowest: ${r1(ms)} ms ${typeof req === 'string' ? req : `POST ${req.path} ${JSON.stringify(req.body)}`}`);
+    }
   }
 
   // The export: every event of the 30 days as CSV, the server's RSS (and heap) sampled while it streams.
@@ -294,7 +343,7 @@ async function main(): Promise<void> {
       [peak, heapPeak] = [Math.max(peak, m.rss), Math.max(heapPeak, m.heapUsed)];
     }, 50);
     let [chunks, bytes] = [0, 0];
-    const exportMs = await get(port, key, '/v1/events?range=31d', 'text/csv', (c) => (chunks++, (bytes += c.length)));
+    const exportMs = await send(port, key, '/v1/events?range=31d', 'text/csv', (c) => (chunks++, (bytes += c.length)));
     clearInterval(sample);
     growth = r1((peak - rss0) / 1_048_576);
     console.log(
@@ -302,6 +351,7 @@ async function main(): Promise<void> {
     );
   }
   agent.destroy();
+  for (const id of segments) await app.inject({ method: 'DELETE', url: `/v1/segments/${id}`, headers: { authorization: headers.authorization } });
   await app.close();
   await gen.end();
   await db.close();
