@@ -134,6 +134,16 @@ const CHECKS: [string, string, string][] = [
             coalesce(bit_or(1 << extract(hour FROM occurred_at AT TIME ZONE 'UTC')::int) FILTER (WHERE n = 1), 0) AS hours FROM r GROUP BY 1, 2, 3, 4`,
   ],
   [
+    // The version an actor ended each day on: its latest event's (the fold's rows of a key: the one with the latest last_seen).
+    'last version per actor day',
+    `SELECT DISTINCT ON (1, 2, 3, 4, 5) day::text, actor_id, product_id::text, account_id, license_id, version FROM rm_actor_days WHERE tenant_id = $1 AND events > 0
+      ORDER BY 1, 2, 3, 4, 5, last_seen DESC`,
+    `SELECT DISTINCT ON (1, 2, 3, 4, 5) (e.occurred_at AT TIME ZONE 'UTC')::date::text AS day, coalesce(k.identified_actor_id, e.actor_id) AS actor_id, e.product_id::text,
+            coalesce(e.account_id, '') AS account_id, coalesce(e.license_id, '') AS license_id, e.product_version AS version
+       FROM events e LEFT JOIN actor_links k ON k.tenant_id = e.tenant_id AND k.anonymous_actor_id = e.actor_id WHERE e.tenant_id = $1
+      ORDER BY 1, 2, 3, 4, 5, e.occurred_at DESC, e.product_version COLLATE "C" DESC`,
+  ],
+  [
     'actor months',
     // h<k>: bit d - 1 for each day d of the UTC month with an event in UTC hour k (exceptions set none).
     `SELECT month::text, actor_id, product_id::text, account_id, license_id, bit_or(h0) AS h0, bit_or(h1) AS h1, bit_or(h2) AS h2, bit_or(h3) AS h3, bit_or(h4) AS h4, bit_or(h5) AS h5, bit_or(h6) AS h6, bit_or(h7) AS h7, bit_or(h8) AS h8, bit_or(h9) AS h9, bit_or(h10) AS h10, bit_or(h11) AS h11, bit_or(h12) AS h12, bit_or(h13) AS h13, bit_or(h14) AS h14, bit_or(h15) AS h15, bit_or(h16) AS h16, bit_or(h17) AS h17, bit_or(h18) AS h18, bit_or(h19) AS h19, bit_or(h20) AS h20, bit_or(h21) AS h21, bit_or(h22) AS h22, bit_or(h23) AS h23
@@ -184,6 +194,8 @@ describe('read model', () => {
       event({ actor_id: 'anon-1', timestamp: at(0), account_id: 'acme', license_id: 'L1', session_id: S1 }),
       event({ actor_id: 'u2', timestamp: at(60_000), account_id: 'acme', license_id: 'L2', name: 'save', product_version: '2.0.0' }),
       event({ actor_id: 'u3', timestamp: at(-DAY), account_id: 'globex' }),
+      // Earlier the same day on the greater version: the day's last version is 1.0.0.
+      event({ actor_id: 'u3', timestamp: at(-DAY - 60_000), account_id: 'globex', product_version: '2.0.0' }),
     ];
     assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200);
     // The session starts with no account; its events carry one (S1 above, acme/L1).

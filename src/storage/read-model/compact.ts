@@ -36,16 +36,16 @@ const STATEMENTS = [
   `WITH m AS (DELETE FROM rm_usage_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
    INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, sessions, exceptions, first_seen, last_seen)
    SELECT tenant_id, day, account_id, license_id, product_id, product_version, sum(events), sum(sessions), sum(exceptions), min(first_seen), max(last_seen)
-     FROM m GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0 ORDER BY account_id, license_id`,
+     FROM m GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(events) <> 0 OR sum(sessions) <> 0 OR sum(exceptions) <> 0 ORDER BY account_id COLLATE "C", license_id COLLATE "C"`,
   `WITH m AS (DELETE FROM rm_feature_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
    INSERT INTO rm_feature_days (tenant_id, day, account_id, product_id, category, name, events, first_seen, last_seen)
    SELECT tenant_id, day, account_id, product_id, category, name, sum(events), min(first_seen), max(last_seen) FROM m GROUP BY 1, 2, 3, 4, 5, 6
-    ORDER BY account_id`,
+    ORDER BY account_id COLLATE "C"`,
   `WITH m AS (DELETE FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date RETURNING *)
    INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, os, runtime, locale, first_seen, last_seen, hours)
    SELECT tenant_id, day, actor_id, product_id, account_id, license_id, ${last('version')}, sum(events), bool_or(crashed),
           ${last('os')}, ${last('runtime')}, ${last('locale')}, min(first_seen), max(last_seen), bit_or(hours)
-     FROM m GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY account_id, license_id`,
+     FROM m GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY account_id COLLATE "C", license_id COLLATE "C"`,
   'DELETE FROM rm_compaction_due WHERE tenant_id = $1 AND day = $2::date',
 ];
 
