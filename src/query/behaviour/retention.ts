@@ -210,7 +210,7 @@ function monthCtes(
          AND f.first_seen >= ${p.add(scope.from)} AND f.first_seen < ${p.add(scope.to)}${segFirst}),
     masks AS (
       SELECT f.u, 1::bigint << f.c AS cm, coalesce(r.am, 0::bigint) AS am
-        FROM first f LEFT JOIN (SELECT a.actor_id AS u, bit_or(${am}) AS am FROM ${rows} WHERE a.actor_id IN (SELECT u FROM first) GROUP BY 1) r ON r.u = f.u),
+        FROM first f LEFT JOIN (SELECT a.actor_id AS u, bit_or(${am}) AS am FROM ${rows} JOIN first x ON x.u = a.actor_id GROUP BY 1) r ON r.u = f.u),
     cohort AS (SELECT u, c FROM first),
     active AS (${bitsOf('am', 'p')})`;
     }
