@@ -6,8 +6,8 @@ import { MONTH_HOURS } from './tables.js';
 // hot tables take insert-only deltas, pre-aggregated per slice (a slice of 100k events writes a few
 // thousand rows, with no ON CONFLICT probe); compaction (compact.ts) merges a day's deltas later.
 // Rows by account and license go in in that order, as compaction writes them: a day one fold wrote
-// is then left as it is. Text sort keys are in C order (byte order; abbreviated keys, no strcoll):
-// any one order keeps an account's rows together, and the database's own can cost several times more.
+// is then left as it is. Text sort keys are in C order (byte order, abbreviated keys): any one order
+// keeps an account's rows together, and the database's own collation compares through the C library.
 // Each source table is read once per slice, into a MATERIALIZED CTE that every insert shares.
 
 // Every arm carries a range of the xid, so that each can use the BRIN index; $5 and $6 bound the resolved xids.
