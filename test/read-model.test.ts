@@ -313,9 +313,11 @@ describe('compaction', () => {
       );
     const [dayA, dayB] = [-5 * DAY, -6 * DAY];
     assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayA))).statusCode, 200);
-    assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayB))).statusCode, 200);
+    // And c9 on day B at one instant in both folds, on two versions: its last version is the greater in C order ('2.0.0'), as one fold of both picks.
+    const tie = (version: string) => event({ actor_id: 'c9', timestamp: at(dayB + 3_600_000), account_id: 'mu', license_id: 'L-mu', product_version: version });
+    assert.equal((await postEvents(t.app, tn.ingestKey, [...batch(dayB), tie('2.0.0')])).statusCode, 200);
     await foldOnly();
-    assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayB + 10_000))).statusCode, 200);
+    assert.equal((await postEvents(t.app, tn.ingestKey, [...batch(dayB + 10_000), tie('10.0.0')])).statusCode, 200);
     await foldOnly();
     const due = () =>
       t.db.query<{ day: string; folds: number }>('SELECT day::text AS day, folds FROM rm_compaction_due WHERE tenant_id = $1 ORDER BY day', [tn.id]);
@@ -335,12 +337,14 @@ describe('compaction', () => {
     assert.equal(rowsOfA.length, 9, 'a row per actor, per account and license, and per feature of each');
     const actorDays = async (day: number) =>
       (await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM rm_actor_days WHERE tenant_id = $1 AND day = $2::date', [tn.id, dayOf(day)]))[0]!.n;
-    assert.equal(await actorDays(dayB), 6, 'a delta per actor and fold');
+    assert.equal(await actorDays(dayB), 8, 'a delta per actor and fold');
 
     await runJob();
     assert.deepEqual(await due(), [], 'nothing left due');
     assert.deepEqual(await places(dayA), rowsOfA, 'the day one fold wrote was not rewritten');
-    assert.equal(await actorDays(dayB), 3, 'one row per actor once compacted');
+    assert.equal(await actorDays(dayB), 4, 'one row per actor once compacted');
+    const [c9] = await t.db.query<{ version: string }>(`SELECT version FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'c9'`, [tn.id]);
+    assert.equal(c9?.version, '2.0.0');
     await assertMatchesRaw(tn.id, 'after compaction');
   });
 });

@@ -27,7 +27,8 @@ export function settleDays(today: string): ScriptStatement[] {
 }
 
 const dayRange = `tenant_id = $1 AND hour >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND hour < ($2::date + 1)::timestamp AT TIME ZONE 'UTC'`;
-const last = (col: string) => `(array_agg(${col} ORDER BY last_seen DESC) FILTER (WHERE ${col} IS NOT NULL))[1]`;
+/** The value of the key's latest row; at a tie of last_seen, the greater in C order, as the fold picks an actor day's last version. */
+const last = (col: string) => `(array_agg(${col} ORDER BY last_seen DESC, ${col} COLLATE "C" DESC) FILTER (WHERE ${col} IS NOT NULL))[1]`;
 
 const STATEMENTS = [
   `WITH m AS (DELETE FROM rm_event_hours WHERE ${dayRange} RETURNING *)
