@@ -317,3 +317,41 @@ describe('retention across a month boundary, read model and raw events alike', (
     );
   });
 });
+
+describe('retention at a local midnight: the hour on either side decides the week', () => {
+  // New York (EDT, UTC−4 from Mar 8): local midnight of Mon Apr 6 is 04:00Z. n1 and n2 first open
+  // Mon Mar 30 (week W1 = Mar 30–Apr 5, local); n1 comes back Apr 6 03:30Z (Sun Apr 5 23:30 local:
+  // still W1, so no return), n2 at 04:30Z (Mon Apr 6 00:30 local: W2). In UTC both are back in W2.
+  let tenant: Awaited<ReturnType<typeof tenantWithProduct>>;
+  before(async () => {
+    tenant = await tenantWithProduct(t.app);
+    const batch = [
+      ev('n1', OPEN, '2026-03-30T12:00:00Z'),
+      ev('n1', CLICK, '2026-04-06T03:30:00Z'),
+      ev('n2', OPEN, '2026-03-30T12:00:00Z'),
+      ev('n2', CLICK, '2026-04-06T04:30:00Z'),
+    ];
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    await foldReadModel(t.db);
+  });
+  const cells = async (q: Record<string, unknown>) => {
+    const res = await post(tenant.adminKey, '/v1/retention', { period: 'week', periods: 1, from: '2026-03-23', to: '2026-04-06', ...q });
+    assert.equal(res.statusCode, 200, res.body);
+    return (res.json().cohorts as Cohort[]).map((c) => [c.size, on(c), onOrAfter(c)]);
+  };
+  const W0 = [0, [0, 0], [0, 0]];
+
+  for (const [label, q] of [
+    ['first time, any event', {}],
+    ['recurring', { type: 'recurring' }],
+    ["a start event's first time", { start_event: OPEN }],
+  ] as const) {
+    it(`${label}: in New York only n2 is back in W2, in UTC both are; the read model as raw events`, async () => {
+      for (const version of [undefined, '1.0.0']) {
+        const v = version ? { version } : {};
+        assert.deepEqual(await cells({ ...q, ...v, tz: 'America/New_York' }), [W0, [2, [2, 1], [2, 1]]], `${label} ${version ?? 'read model'}`);
+        assert.deepEqual(await cells({ ...q, ...v, tz: 'UTC' }), [W0, [2, [2, 2], [2, 2]]], `${label} ${version ?? 'read model'}`);
+      }
+    });
+  }
+});

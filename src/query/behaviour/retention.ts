@@ -3,9 +3,9 @@ import { validationError } from '../../errors.js';
 import { sliceEnds } from '../slices.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
-import { monthTerms, termsAny, termsBucketMask } from '../reports/month-terms.js';
+import { hourColumns, hoursDays, monthTerms, termsAny, termsBucketMask } from '../reports/month-terms.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
-import { MONTH_DAYS, MONTH_HOURS } from '../../storage/read-model/tables.js';
+import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
 import { hasProps, matchSql, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
@@ -167,8 +167,8 @@ function monthCtes(
   const lastDay = localDate(scope.to, tz);
   const clTerms = endsNow && midnight(lastDay) > scope.from.getTime() ? monthTerms(tz, fromDay, plusDays(lastDay, -1)) : [];
   if (!clTerms) return undefined;
-  const cm = termsBucketMask(cmTerms, bucketOf);
-  const am = termsBucketMask(amTerms, bucketOf);
+  const cm = termsBucketMask(cmTerms, bucketOf, true);
+  const am = termsBucketMask(amTerms, bucketOf, true);
   return (p, seg, segFirst) => {
     const filters = (alias: string) => {
       const w = [`${alias}.tenant_id = ${p.add(scope.tenantId)}`];
@@ -184,13 +184,15 @@ function monthCtes(
       const months = [...(start ? [] : cmTerms), ...amTerms].map((t) => t.month).sort();
       w.push(`a.month >= DATE '${months[0] ?? '1970-01-01'}'`, `a.month <= DATE '${months.at(-1) ?? '1970-01-01'}'`);
     }
-    // Each row with its days (the stored OR of its hour columns), and the hour columns
-    // themselves only where a term or the first midnight needs single hours (not in UTC: carrying
-    // 24 more columns per row doubled the query on PGlite).
+    // Each row with its days (the stored OR of its hour columns) and, where a term or the first
+    // midnight needs fewer hours (not in UTC), the OR of each such set of hours, computed once per
+    // row (hourColumns: a week's terms are tested once per week; carrying the 24 hour columns
+    // instead doubled the query on PGlite).
     const f = scope.from;
-    const hours = [...cmTerms, ...amTerms, ...clTerms].some((t) => t.hours.length !== 24) || f.getUTCHours() > 0;
-    const rows = `(SELECT a.actor_id, a.month, ${hours ? MONTH_HOURS.map((h) => `a.${h}, `).join('') : ''}a.${MONTH_DAYS}
-                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} AND a.${MONTH_DAYS} <> 0) a`;
+    const firstHours = Array.from({ length: f.getUTCHours() }, (_, k) => k);
+    const columns = hourColumns([...cmTerms, ...amTerms, ...clTerms].map((t) => t.hours).concat([firstHours]));
+    const rows = `(SELECT a.actor_id, a.month${columns}, a.${MONTH_DAYS}
+                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} AND a.${MONTH_DAYS} <> 0${columns && ' OFFSET 0'}) a`;
     const series = `generate_series(1, ${bounds.length - 1})`;
     const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
     if (type === 'recurring') {
@@ -222,12 +224,7 @@ function monthCtes(
     const d0 = f.getUTCDate();
     const h0 = f.getUTCHours();
     const month0 = `${f.toISOString().slice(0, 8)}01`;
-    const sameDay =
-      h0 > 0
-        ? ` OR ((${MONTH_HOURS.slice(0, h0)
-            .map((h) => `a.${h}`)
-            .join(' | ')}) & ${1 << (d0 - 1)}) <> 0`
-        : '';
+    const sameDay = h0 > 0 ? ` OR ${hoursDays(firstHours, 1 << (d0 - 1), true)} <> 0` : '';
     const before = `(a.month < DATE '${month0}' OR (a.month = DATE '${month0}' AND ((a.${MONTH_DAYS} & ${(1 << (d0 - 1)) - 1}) <> 0${sameDay})))`;
     let within = 'true';
     if (endsNow) {
@@ -237,7 +234,7 @@ function monthCtes(
     }
     return `
     WITH per AS (
-      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am${endsNow ? `, bool_or(${termsAny(clTerms)}) AS cl` : ''}
+      SELECT a.actor_id AS u, bool_or(${before}) AS b, bit_or(${cm}) AS cm, bit_or(${am}) AS am${endsNow ? `, bool_or(${termsAny(clTerms, true)}) AS cl` : ''}
         FROM ${rows} GROUP BY 1),
     masks AS (SELECT u, cm & -cm AS cm, am FROM per WHERE NOT b AND cm <> 0 AND ${within}),
     cohort AS (SELECT u, round(ln(cm::float8) / ln(2))::int AS c FROM masks),

@@ -61,9 +61,30 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
   return terms;
 }
 
-/** SQL: a row's days of one term (alias a), as an int, not shifted; a term of all 24 hours reads the stored OR. */
-export const termDays = (t: MonthTerm, days = t.days) =>
-  `((${t.hours.length === 24 ? `a.${MONTH_DAYS}` : t.hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
+/** The name of the column `hourColumns` gives the OR of these hour columns: t and their bits as hours. */
+const hourSetName = (hours: number[]) => `t${hours.reduce((m, k) => m | (1 << k), 0)}`;
+
+/**
+ * SQL select items (each after a comma) that compute, once per row of rm_actor_months (alias a),
+ * the OR of each set of hour columns narrower than a whole day: read by `termDays(…, true)`. A
+ * term's OR written out in each of its buckets' tests was computed again for each (PostgreSQL does
+ * not share equal subexpressions); the subquery that selects these must not be flattened into its
+ * reader (`OFFSET 0`), or the planner writes the ORs back into every test.
+ */
+export function hourColumns(sets: number[][]): string {
+  const named = new Map(sets.filter((h) => h.length < 24 && h.length > 0).map((h) => [hourSetName(h), h]));
+  return [...named].map(([name, h]) => `, (${h.map((k) => `a.h${k}`).join(' | ')}) AS ${name}`).join('');
+}
+
+/**
+ * SQL: a row's (alias a) days among `days` with an event in one of these hours, as an int; all 24
+ * hours read the stored OR; with `columns`, fewer read their hourColumns column.
+ */
+export const hoursDays = (hours: number[], days: number, columns = false) =>
+  `((${hours.length === 24 ? `a.${MONTH_DAYS}` : columns ? `a.${hourSetName(hours)}` : hours.map((k) => `a.h${k}`).join(' | ')}) & ${days})`;
+
+/** SQL: a row's days of one term (alias a), as an int, not shifted (hoursDays). */
+export const termDays = (t: MonthTerm, days = t.days, columns = false) => hoursDays(t.hours, days, columns);
 
 /**
  * SQL: the bucket bits (a bigint) of a row's active local days among `terms` (alias a of
@@ -71,7 +92,7 @@ export const termDays = (t: MonthTerm, days = t.days) =>
  * monthTerms was given). Days map to buckets by a shift where a term's days keep their distance in
  * buckets (interval day), else by one test per (term, bucket).
  */
-export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => number): string {
+export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => number, columns = false): string {
   const arms = [...new Set(terms.map((t) => t.month))].sort().map((m) => {
     const parts = terms
       .filter((t) => t.month === m)
@@ -85,9 +106,9 @@ export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => num
         });
         if (shifts.size === 1) {
           const by = [...shifts][0]!;
-          return [`(${termDays(t)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
+          return [`(${termDays(t, t.days, columns)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`];
         }
-        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
+        return [...byBucket].map(([b, days]) => `CASE WHEN ${termDays(t, days, columns)} <> 0 THEN ${2n ** BigInt(b)}::bigint ELSE 0::bigint END`);
       });
     return `WHEN DATE '${m}' THEN ${parts.join(' | ')}`;
   });
@@ -95,12 +116,12 @@ export function termsBucketMask(terms: MonthTerm[], bucketOf: (g: number) => num
 }
 
 /** SQL: whether a row (alias a of rm_actor_months) has an active local day among `terms`. */
-export function termsAny(terms: MonthTerm[]): string {
+export function termsAny(terms: MonthTerm[], columns = false): string {
   const arms = [...new Set(terms.map((t) => t.month))].sort().map(
     (m) =>
       `WHEN DATE '${m}' THEN ${terms
         .filter((t) => t.month === m)
-        .map((t) => termDays(t))
+        .map((t) => termDays(t, t.days, columns))
         .join(' | ')}`,
   );
   return arms.length ? `(CASE a.month ${arms.join(' ')} ELSE 0 END) <> 0` : 'false';
