@@ -2,8 +2,9 @@ import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { WORD_DAYS } from './buckets.js';
-import { eachBit, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
+import { eachBit, hourColumns, monthRowsWhere, monthTerms, termDays, termsAny, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
+import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
 // The active actors of a range as (local day, actor) pairs: the source of DAU/WAU/MAU,
 // stickiness, lifecycle, versions and environment. From the read model's actor days when they
@@ -146,8 +147,16 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
  * the zone's local days are not whole UTC hours.
  */
 export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, bucketOf: (g: number) => number): { from: string; mask: string } | undefined {
-  const months = localActorMonths(f, sql, first, last, 0);
   const terms = monthTerms(f.scope.tz, first, last);
-  if (!months || !terms) return undefined;
+  if (!terms) return undefined;
+  // Outside UTC a term whose days fall in several buckets is tested once per bucket: each set of
+  // hour columns is OR'd once per row in a subquery (hourColumns), with the columns its readers use.
+  const columns = hourColumns(terms.map((t) => t.hours));
+  if (columns) {
+    const w = [...monthRowsWhere(f.scope, sql, terms), segmentWhere(f, sql, 'a.actor_id')];
+    const rows = `(SELECT a.actor_id, a.account_id, a.license_id, a.month, a.${MONTH_DAYS}${columns} FROM rm_actor_months a WHERE ${w.join(' AND ')} OFFSET 0) a`;
+    return { from: `${rows} WHERE ${termsAny(terms, true)}`, mask: termsBucketMask(terms, bucketOf, true) };
+  }
+  const months = localActorMonths(f, sql, first, last, 0)!;
   return { from: `${months.from} AND ${months.any}`, mask: termsBucketMask(terms, bucketOf) };
 }
