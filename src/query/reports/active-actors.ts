@@ -52,7 +52,7 @@ async function period(q: Queryable, f: Filters) {
   let m: string;
   if (months) {
     sql = monthSql;
-    m = `SELECT a.actor_id AS actor, ${months.words.map((x, w) => `bit_or(${x}) AS w${w}`).join(', ')} FROM ${months.from} AND ${months.any} GROUP BY a.actor_id`;
+    m = `SELECT a.actor_id AS actor, ${months.words.map((x, w) => `bit_or(${x}) AS w${w}`).join(', ')} FROM ${months.from} GROUP BY a.actor_id`;
   } else {
     const off = `(day - ${sql.add(ad.backDay)}::date)`;
     m = `SELECT actor, ${words.map((w) => `bit_or(CASE WHEN ${off} / ${WORD} = ${w} THEN 1::bigint << (${off} % ${WORD}) ELSE 0 END) AS w${w}`).join(', ')}

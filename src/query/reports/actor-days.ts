@@ -2,7 +2,7 @@ import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { WORD_DAYS } from './buckets.js';
-import { eachBit, hourColumns, monthRowsWhere, monthTerms, termDays, termsAny, termsBucketMask, type MonthTerm } from './month-terms.js';
+import { eachBit, hourColumns, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
@@ -106,15 +106,27 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
 /**
  * rm_actor_months rows (alias a) of the scope's filters, for the local days first..last: `words`
  * gives, per 63-day word of local days from `first`, an expression of a row's active days in it
- * (bit n: local day 63·w + n), to OR per actor; `any` is true for a row with any active day in the
- * range. Undefined when the zone's local days are not whole UTC hours (monthTerms).
+ * (bit n: local day 63·w + n), to OR per actor; `from` (a FROM item and its WHERE, to which a
+ * caller may add `AND …`) keeps the rows with an active day in the range, of the columns actor_id,
+ * account_id, license_id, month and days (and hourColumns' outside UTC, when `words` or a `mask`
+ * read the terms again: `columns`). Undefined when the zone's local days are not whole UTC hours
+ * (monthTerms).
  */
-export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd, words: number): { from: string; words: string[]; any: string } | undefined {
+export function localActorMonths(
+  f: Filters,
+  sql: Params,
+  first: Ymd,
+  last: Ymd,
+  words: number,
+  mask = false,
+): { from: string; terms: MonthTerm[]; columns: boolean; words: string[] } | undefined {
   const terms = monthTerms(f.scope.tz, first, last);
   if (!terms) return undefined;
   const s = f.scope;
   const months = [...new Set(terms.map((t) => t.month))].sort();
   const w = [...monthRowsWhere(s, sql, terms), segmentWhere(f, sql, 'a.actor_id')];
+  // A term read once per row (by `any` alone) is written out in it; read again (by a word or a mask), its hours are OR'd once per row.
+  const columns = words > 0 || mask ? hourColumns(terms.map((t) => t.hours)) : '';
   const byMonth = (expr: (t: MonthTerm) => string | undefined, empty: string) => {
     const arms = months.flatMap((m) => {
       const parts = terms.filter((t) => t.month === m).flatMap((t) => expr(t) ?? []);
@@ -132,13 +144,16 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
       });
       if (days === 0) return undefined;
       const by = t.shift - WORD_DAYS * n;
-      return `(${termDays(t, days)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
+      return `(${termDays(t, days, columns !== '')}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
     }, '0::bigint');
-  return {
-    from: `rm_actor_months a WHERE ${w.join(' AND ')}`,
-    words: Array.from({ length: words }, (_, n) => word(n)),
-    any: `${byMonth((t) => termDays(t), '0')} <> 0`,
-  };
+  const any = `${byMonth((t) => termDays(t, t.days, columns !== ''), '0')} <> 0`;
+  // Outside UTC each set of hour columns a term reads is OR'd once per row (hourColumns), in a
+  // subquery of the columns the readers use; a term is read by each word it falls in and by `any`,
+  // and a term whose days fall in several buckets once per bucket (monthBucketMask).
+  const rows = columns
+    ? `(SELECT a.actor_id, a.account_id, a.license_id, a.month, a.${MONTH_DAYS}${columns} FROM rm_actor_months a WHERE ${w.join(' AND ')} OFFSET 0) a WHERE ${any}`
+    : `rm_actor_months a WHERE ${w.join(' AND ')} AND ${any}`;
+  return { from: rows, terms, columns: columns !== '', words: Array.from({ length: words }, (_, n) => word(n)) };
 }
 
 /**
@@ -147,16 +162,7 @@ export function localActorMonths(f: Filters, sql: Params, first: Ymd, last: Ymd,
  * the zone's local days are not whole UTC hours.
  */
 export function monthBucketMask(f: Filters, sql: Params, first: Ymd, last: Ymd, bucketOf: (g: number) => number): { from: string; mask: string } | undefined {
-  const terms = monthTerms(f.scope.tz, first, last);
-  if (!terms) return undefined;
-  // Outside UTC a term whose days fall in several buckets is tested once per bucket: each set of
-  // hour columns is OR'd once per row in a subquery (hourColumns), with the columns its readers use.
-  const columns = hourColumns(terms.map((t) => t.hours));
-  if (columns) {
-    const w = [...monthRowsWhere(f.scope, sql, terms), segmentWhere(f, sql, 'a.actor_id')];
-    const rows = `(SELECT a.actor_id, a.account_id, a.license_id, a.month, a.${MONTH_DAYS}${columns} FROM rm_actor_months a WHERE ${w.join(' AND ')} OFFSET 0) a`;
-    return { from: `${rows} WHERE ${termsAny(terms, true)}`, mask: termsBucketMask(terms, bucketOf, true) };
-  }
-  const months = localActorMonths(f, sql, first, last, 0)!;
-  return { from: `${months.from} AND ${months.any}`, mask: termsBucketMask(terms, bucketOf) };
+  const months = localActorMonths(f, sql, first, last, 0, true);
+  if (!months) return undefined;
+  return { from: months.from, mask: termsBucketMask(months.terms, bucketOf, months.columns) };
 }

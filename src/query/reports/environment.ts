@@ -30,7 +30,7 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   // From the month rows (one per actor and month: any active day in the range), else the actor days.
   const months = actorDaysAnswer(f, first, last) ? localActorMonths(f, sql, first, last, 0) : undefined;
   const ad = months
-    ? { source: 'read_model' as const, sql: `SELECT DISTINCT a.actor_id AS actor FROM ${months.from} AND ${months.any}` }
+    ? { source: 'read_model' as const, sql: `SELECT DISTINCT a.actor_id AS actor FROM ${months.from}` }
     : actorDaysAnswer(f, first, last)
       ? { source: 'read_model' as const, sql: localActorDays(f, sql, first, last, 'DISTINCT a.actor_id AS actor') }
       : {

@@ -224,7 +224,7 @@ async function accountsFromMonths(q: Queryable, f: Filters, first: Ymd, last: Ym
   if (!months) return undefined;
   const words = months.words.map((x, w) => `bit_or(${x}) AS w${w}`).join(', ');
   const rows = await q.query<{ kind: 'a' | 'l'; w: string; n: string }>(
-    `WITH r AS MATERIALIZED (SELECT a.* FROM ${months.from} AND ${months.any}),
+    `WITH r AS MATERIALIZED (SELECT a.* FROM ${months.from}),
           m AS (SELECT 'a' AS kind, ${words} FROM r a WHERE a.account_id <> '' GROUP BY a.account_id
                 UNION ALL SELECT 'l', ${words} FROM r a WHERE a.license_id <> '' GROUP BY a.license_id)
      SELECT kind, ${wordsText('m', months.words.length)} AS w, count(*) AS n FROM m GROUP BY 1, 2`,
