@@ -61,7 +61,7 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
   return terms;
 }
 
-/** The name of the column `hourColumns` gives the OR of these hour columns: t and their bits as hours. */
+/** The name of hourColumns' column for the OR of these hour columns: `t`, then the set as a number (bit k: hour k). */
 const hourSetName = (hours: number[]) => `t${hours.reduce((m, k) => m | (1 << k), 0)}`;
 
 /**
