@@ -3,7 +3,7 @@ import { validationError } from '../../errors.js';
 import { sliceEnds } from '../slices.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
-import { hourColumns, hoursDays, monthTerms, termsAny, termsBucketMask } from '../reports/month-terms.js';
+import { hoursDays, monthRows, monthTerms, termsAny, termsBucketMask } from '../reports/month-terms.js';
 import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
@@ -190,9 +190,8 @@ function monthCtes(
     // instead doubled the query on PGlite).
     const f = scope.from;
     const firstHours = Array.from({ length: f.getUTCHours() }, (_, k) => k);
-    const columns = hourColumns([...cmTerms, ...amTerms, ...clTerms].map((t) => t.hours).concat([firstHours]));
-    const rows = `(SELECT a.actor_id, a.month${columns}, a.${MONTH_DAYS}
-                     FROM rm_actor_months a WHERE ${w.join(' AND ')}${seg} AND a.${MONTH_DAYS} <> 0${columns && ' OFFSET 0'}) a`;
+    const hourSets = [...cmTerms, ...amTerms, ...clTerms].map((t) => t.hours).concat([firstHours]);
+    const rows = monthRows(['actor_id', 'month', MONTH_DAYS], [...w, `a.${MONTH_DAYS} <> 0${seg}`], hourSets);
     const series = `generate_series(1, ${bounds.length - 1})`;
     const bitsOf = (col: string, as: string) => `SELECT u, b AS ${as} FROM masks, ${series} b WHERE ${col} & (1::bigint << b) <> 0`;
     if (type === 'recurring') {

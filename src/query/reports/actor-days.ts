@@ -2,7 +2,7 @@ import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
 import { isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { WORD_DAYS } from './buckets.js';
-import { eachBit, hourColumns, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
+import { eachBit, monthRows, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
@@ -126,7 +126,7 @@ export function localActorMonths(
   const months = [...new Set(terms.map((t) => t.month))].sort();
   const w = [...monthRowsWhere(s, sql, terms), segmentWhere(f, sql, 'a.actor_id')];
   // A term read once per row (by `any` alone) is written out in it; read again (by a word or a mask), its hours are OR'd once per row.
-  const columns = words > 0 || mask ? hourColumns(terms.map((t) => t.hours)) : '';
+  const columns = (words > 0 || mask) && terms.some((t) => t.hours.length < 24);
   const byMonth = (expr: (t: MonthTerm) => string | undefined, empty: string) => {
     const arms = months.flatMap((m) => {
       const parts = terms.filter((t) => t.month === m).flatMap((t) => expr(t) ?? []);
@@ -144,16 +144,20 @@ export function localActorMonths(
       });
       if (days === 0) return undefined;
       const by = t.shift - WORD_DAYS * n;
-      return `(${termDays(t, days, columns !== '')}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
+      return `(${termDays(t, days, columns)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
     }, '0::bigint');
-  const any = `${byMonth((t) => termDays(t, t.days, columns !== ''), '0')} <> 0`;
+  const any = `${byMonth((t) => termDays(t, t.days, columns), '0')} <> 0`;
   // Outside UTC each set of hour columns a term reads is OR'd once per row (hourColumns), in a
   // subquery of the columns the readers use; a term is read by each word it falls in and by `any`,
   // and a term whose days fall in several buckets once per bucket (monthBucketMask).
-  const rows = columns
-    ? `(SELECT a.actor_id, a.account_id, a.license_id, a.month, a.${MONTH_DAYS}${columns} FROM rm_actor_months a WHERE ${w.join(' AND ')} OFFSET 0) a WHERE ${any}`
-    : `rm_actor_months a WHERE ${w.join(' AND ')} AND ${any}`;
-  return { from: rows, terms, columns: columns !== '', words: Array.from({ length: words }, (_, n) => word(n)) };
+  const from = columns
+    ? `${monthRows(
+        ['actor_id', 'account_id', 'license_id', 'month', MONTH_DAYS],
+        w,
+        terms.map((t) => t.hours),
+      )} WHERE ${any}`
+    : `rm_actor_months a WHERE ${[...w, any].join(' AND ')}`;
+  return { from, terms, columns, words: Array.from({ length: words }, (_, n) => word(n)) };
 }
 
 /**

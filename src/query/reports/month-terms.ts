@@ -68,12 +68,21 @@ const hourSetName = (hours: number[]) => `t${hours.reduce((m, k) => m | (1 << k)
  * SQL select items (each after a comma) that compute, once per row of rm_actor_months (alias a),
  * the OR of each set of hour columns narrower than a whole day: read by `termDays(…, true)`. A
  * term's OR written out in each of its buckets' tests was computed again for each (PostgreSQL does
- * not share equal subexpressions); the subquery that selects these must not be flattened into its
- * reader (`OFFSET 0`), or the planner writes the ORs back into every test.
+ * not share equal subexpressions). monthRows selects them.
  */
-export function hourColumns(sets: number[][]): string {
+function hourColumns(sets: number[][]): string {
   const named = new Map(sets.filter((h) => h.length < 24 && h.length > 0).map((h) => [hourSetName(h), h]));
   return [...named].map(([name, h]) => `, (${h.map((k) => `a.h${k}`).join(' | ')}) AS ${name}`).join('');
+}
+
+/**
+ * SQL: a FROM item `a` of rm_actor_months rows (`where` on alias a) with the columns `select` and
+ * hourColumns' for `hourSets`. With any, the subquery is fenced (`OFFSET 0`) so that the planner
+ * does not flatten it and write the ORs back into each reader; without, it is flattened.
+ */
+export function monthRows(select: string[], where: string[], hourSets: number[][]): string {
+  const columns = hourColumns(hourSets);
+  return `(SELECT ${select.map((c) => `a.${c}`).join(', ')}${columns} FROM rm_actor_months a WHERE ${where.join(' AND ')}${columns && ' OFFSET 0'}) a`;
 }
 
 /**
