@@ -176,7 +176,7 @@ const EXCEPTIONS = `
   days AS (
     INSERT INTO rm_actor_days (tenant_id, day, actor_id, product_id, account_id, license_id, version, events, crashed, first_seen, last_seen)
     SELECT g.tenant_id, g.day, ${resolved('g', 'g.actor_id')}, g.product_id, g.account_id, g.license_id, g.version, 0, g.fatal, g.first_seen, g.last_seen
-      FROM (SELECT tenant_id, day, actor_id, product_id, account_id, license_id, (array_agg(version ORDER BY at DESC))[1] AS version,
+      FROM (SELECT tenant_id, day, actor_id, product_id, account_id, license_id, (array_agg(version ORDER BY at DESC, version COLLATE "C" DESC))[1] AS version,
                    bool_or(fatal) AS fatal, min(at) AS first_seen, max(at) AS last_seen
               FROM n GROUP BY 1, 2, 3, 4, 5, 6) g),
   sess AS (
