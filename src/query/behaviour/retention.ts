@@ -186,7 +186,7 @@ function monthCtes(
     }
     // Each row with its days (the stored OR of its hour columns) and, where a term or the first
     // midnight needs fewer hours (not in UTC), the OR of each such set of hours, computed once per
-    // row (hourColumns: a week's terms are tested once per week; carrying the 24 hour columns
+    // row (monthRows: a week's terms are tested once per week; carrying the 24 hour columns
     // instead doubled the query on PGlite).
     const f = scope.from;
     const firstHours = Array.from({ length: f.getUTCHours() }, (_, k) => k);

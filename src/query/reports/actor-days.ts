@@ -108,7 +108,7 @@ export function actorDays(f: Filters, sql: Params): ActorDays {
  * gives, per 63-day word of local days from `first`, an expression of a row's active days in it
  * (bit n: local day 63·w + n), to OR per actor; `from` (a FROM item and its WHERE, to which a
  * caller may add `AND …`) keeps the rows with an active day in the range, of the columns actor_id,
- * account_id, license_id, month and days (and hourColumns' outside UTC, when `words` or a `mask`
+ * account_id, license_id, month and days (and monthRows' hour columns outside UTC, when `words` or a `mask`
  * read the terms again: `columns`). Undefined when the zone's local days are not whole UTC hours
  * (monthTerms).
  */
@@ -147,7 +147,7 @@ export function localActorMonths(
       return `(${termDays(t, days, columns)}::bigint ${by >= 0 ? '<<' : '>>'} ${Math.abs(by)})`;
     }, '0::bigint');
   const any = `${byMonth((t) => termDays(t, t.days, columns), '0')} <> 0`;
-  // Outside UTC each set of hour columns a term reads is OR'd once per row (hourColumns), in a
+  // Outside UTC each set of hour columns a term reads is OR'd once per row (monthRows), in a
   // subquery of the columns the readers use; a term is read by each word it falls in and by `any`,
   // and a term whose days fall in several buckets once per bucket (monthBucketMask).
   const from = columns
