@@ -1,5 +1,5 @@
 import type { Queryable, ScriptStatement } from '../db.js';
-import { MONTH_HOURS } from './tables.js';
+import { MONTH_HOURS, MONTH_KEY } from './tables.js';
 
 // Compaction: a day's insert-only deltas merged into one row per key, in one transaction per
 // (tenant, day), by the rollup job (one process at a time, never during a fold). Readers aggregate
@@ -54,9 +54,6 @@ const STATEMENTS = [
 export function compactDay(tenantId: string, day: string): ScriptStatement[] {
   return STATEMENTS.map((sql) => ({ sql, params: [tenantId, day] }));
 }
-
-/** rm_actor_months' key: a merge leaves one row per key. */
-const MONTH_KEY = ['tenant_id', 'month', 'actor_id', 'product_id', 'account_id', 'license_id'];
 
 /**
  * One step of rm_actor_months' merge (docs/read-model.md, "Compaction"): up to `limit` keys that

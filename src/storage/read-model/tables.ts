@@ -14,6 +14,9 @@ export const DERIVED_TABLES = [
 /** rm_actor_months' hour columns h0…h23 (bit d − 1 of hk: an event in UTC hour k of day d of the month). */
 export const MONTH_HOURS = Array.from({ length: 24 }, (_, k) => `h${k}`);
 
+/** rm_actor_months' key: a merge leaves one row per key. */
+export const MONTH_KEY = ['tenant_id', 'month', 'actor_id', 'product_id', 'account_id', 'license_id'];
+
 /** rm_actor_months' stored OR of its hour columns (migration 170): the UTC days of the month the actor was active on. */
 export const MONTH_DAYS = 'days';
 
