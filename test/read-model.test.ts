@@ -349,6 +349,35 @@ describe('compaction', () => {
   });
 });
 
+describe("an exceptions-only actor day's version", () => {
+  it("is the latest exception's, and at a tie of instants the greater in C order, as for events", async () => {
+    const tn = await tenantWithProduct(t.app, 'business');
+    // Two exceptions of one actor at one instant, no event that day: the C-greater version ('2.0.0', not '10.0.0') sent last.
+    const exception = (id: string, version: string) => ({
+      exception_id: id,
+      exception_type: 'TypeError',
+      message: 'boom',
+      severity: 'non_fatal',
+      occurred_at: at(-3 * DAY),
+      actor_id: 'xv',
+      product: 'app',
+      product_version: version,
+    });
+    for (const [id, version] of [
+      ['xv1', '10.0.0'],
+      ['xv2', '2.0.0'],
+    ]) {
+      assert.equal((await post(t.app, tn.ingestKey, '/v1/events/exceptions', exception(id!, version!))).statusCode, 200);
+    }
+    await foldOnly();
+    const rows = await t.db.query<{ version: string; events: number }>(
+      `SELECT version, events::int AS events FROM rm_actor_days WHERE tenant_id = $1 AND actor_id = 'xv'`,
+      [tn.id],
+    );
+    assert.deepEqual(rows, [{ version: '2.0.0', events: 0 }]);
+  });
+});
+
 describe("rm_actor_months' merge", () => {
   it('merges in steps of a bounded number of keys, to one row per key with the answers of a recomputation; a step that dies changes nothing and a later run finishes', async () => {
     const tn = await tenantWithProduct(t.app, 'business');
