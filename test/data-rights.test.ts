@@ -125,6 +125,38 @@ describe('erasure: DELETE /v1/actors/{actorId}', () => {
     assert.ok(audit!.requested_by);
   });
 
+  it("moves an account's first day on a version (the versions report's upgrade lag) to what is left of its events", async () => {
+    // Account acme ran 1.0 (released 10 days ago) first through alice, 3 days ago, then through bob, 1 day ago. Once
+    // alice is erased, acme first ran 1.0 the day bob did.
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const day = (ms: number) => ago(ms).slice(0, 10);
+    const release = day(10 * DAY);
+    const registered = await t.app.inject({
+      method: 'POST',
+      url: '/v1/version-registrations',
+      headers: { authorization: `Bearer ${tenant.adminKey}` },
+      payload: { product: 'app', product_version: '1.0.0', release_date: release },
+    });
+    assert.equal(registered.statusCode, 201, registered.body);
+    const e = (actor: string, ms: number) => event({ actor_id: actor, account_id: 'acme', product_version: '1.0.0', timestamp: ago(ms) });
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [e('alice', 3 * DAY), e('bob', DAY)])).statusCode, 200);
+    await runJob(t.db, rollupJob(60));
+    const lag = async () => {
+      const res = await get(t.app, tenant.adminKey, '/v1/reports/versions?product=app&range=7d');
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json().upgrade_lag;
+    };
+    const daysSince = (d: string) => (Date.parse(d) - Date.parse(release)) / DAY;
+    const expect = (d: string) => [{ version: '1.0.0', released_on: release, accounts: 1, median_lag_days: daysSince(d), p90_lag_days: daysSince(d) }];
+    assert.deepEqual(await lag(), expect(day(3 * DAY)));
+
+    const res = await t.app.inject({ method: 'DELETE', url: '/v1/actors/alice', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    assert.equal(res.statusCode, 202, res.body);
+    await runJob(t.db, actorErasureJob());
+    assert.equal((await get(t.app, tenant.adminKey, res.json().status_url)).json().status, 'done');
+    assert.deepEqual(await lag(), expect(day(DAY)));
+  });
+
   it('needs manage_products; another tenant cannot see the erasure', async () => {
     const a = await tenantWithProduct(t.app, 'business');
     const b = await tenantWithProduct(t.app, 'business');

@@ -167,6 +167,12 @@ const CHECKS: [string, string, string][] = [
        LEFT JOIN actor_links k ON k.tenant_id = e.tenant_id AND k.anonymous_actor_id = e.actor_id WHERE e.tenant_id = $1 GROUP BY 1, 2, 3`,
   ],
   [
+    'first day per account and version',
+    `SELECT product_id::text, product_version, account_id, day::text FROM rm_account_version_first WHERE tenant_id = $1`,
+    `SELECT product_id::text, product_version, account_id, min((occurred_at AT TIME ZONE 'UTC')::date)::text AS day FROM events
+      WHERE tenant_id = $1 AND account_id <> '' GROUP BY 1, 2, 3`,
+  ],
+  [
     'sessions',
     `SELECT session_id, actor_id, status FROM rm_sessions WHERE tenant_id = $1 AND started_at IS NOT NULL`,
     `SELECT x.session_id, coalesce(k.identified_actor_id, x.actor_id) AS actor_id,

@@ -119,6 +119,26 @@ describe('GET /v1/reports/versions', () => {
     assert.equal(body.share_on_latest, 0);
   });
 
+  it("upgrade lag counts an account's first day with any event on a version, not only a day's last version", async () => {
+    // Another tenant. Account C: w1 runs 1.0 at 10:00 and 2.0 at 12:00 on May 12 (the day ends on 2.0); account D: w2
+    // runs 1.0 on May 14. 2.0 (released May 11): C from May 12, 1 day. 1.0 (released May 1): C from May 12 (11 days),
+    // D from May 14 (13 days): median 12, p90 11 + 0.9 × 2 = 12.8.
+    const other = await tenantWithProduct(t.app, 'business');
+    assert.equal((await registerVersion(other.adminKey, '1.0', '2026-05-01')).statusCode, 201);
+    assert.equal((await registerVersion(other.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+    const batch = [e('w1', '1.0', '2026-05-12T10:00:00Z', 'C'), e('w1', '2.0', '2026-05-12T12:00:00Z', 'C'), e('w2', '1.0', '2026-05-14T09:00:00Z', 'D')];
+    assert.equal((await postEvents(t.app, other.ingestKey, batch)).statusCode, 200);
+    await fold();
+    // The lag is over all time: a range that holds none of these days answers the same.
+    for (const range of [RANGE, 'from=2026-06-01&to=2026-06-02']) {
+      const body = await ok(`/v1/reports/versions?product=app&${range}`, other.adminKey);
+      assert.deepEqual(body.upgrade_lag, [
+        { version: '2.0', released_on: '2026-05-11', accounts: 1, median_lag_days: 1, p90_lag_days: 1 },
+        { version: '1.0', released_on: '2026-05-01', accounts: 2, median_lag_days: 12, p90_lag_days: 12.8 },
+      ]);
+    }
+  });
+
   it('answers a range of more than 63 days as the short range, per week and per day', async () => {
     // Past 63 buckets each (actor, version) keeps an array of its buckets, not a bigint's bits.
     const long = await ok('/v1/reports/versions?product=app&from=2026-02-01&to=2026-05-20');

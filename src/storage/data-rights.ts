@@ -70,7 +70,8 @@ export type Erased = Record<string, number>;
  *   raw:     events, sessions (and their pending ends and early signs), exceptions, environments,
  *            actor_links, invalid_events (any dead letter whose raw payload names the actor)
  *   derived: rm_event_hours, rm_feature_days, rm_usage_days (the actor's folded share taken out
- *            as negative deltas), rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions
+ *            as negative deltas), rm_account_version_first (its accounts' rows recomputed from
+ *            those usage days), rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions
  *            (the actor's rows), actor_traits, segment_members, and rollup_dirty (the tenant's
  *            account and license snapshots are rebuilt at the next run)
  * Usage counters (billing) are not changed: they count events, not people.
@@ -122,6 +123,23 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
     `INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, sessions)
      SELECT r.tenant_id, r.day, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.product_version, -count(*)
        FROM rm_sessions r WHERE ${mine} AND r.started_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`,
+  );
+  // Each account's first day on a version, for the accounts the actor's folded events named: their
+  // rows go (counted), and come back recomputed from their usage days, which now hold no share of
+  // the actor.
+  const accounts = `SELECT DISTINCT r.product_id, r.account_id FROM events r, rollup_state s
+                     WHERE s.id = 1 AND ${mine} AND r.account_id <> '' AND ${folded('r.ingest_xid')}`;
+  await count(
+    'rm_account_version_first',
+    `DELETE FROM rm_account_version_first f USING (${accounts}) a WHERE f.tenant_id = $1 AND f.product_id = a.product_id AND f.account_id = a.account_id`,
+  );
+  await q.query(
+    `INSERT INTO rm_account_version_first (tenant_id, product_id, product_version, account_id, day)
+     SELECT $1, u.product_id, u.product_version, u.account_id, min(u.day)
+       FROM (SELECT u.day, u.product_id, u.product_version, u.account_id FROM rm_usage_days u JOIN (${accounts}) a ON a.product_id = u.product_id AND a.account_id = u.account_id
+              WHERE u.tenant_id = $1 GROUP BY 1, 2, 3, 4 HAVING sum(u.events) > 0) u
+      GROUP BY 2, 3, 4`,
+    p,
   );
   for (const table of ['rm_actor_days', 'rm_actor_months', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits', 'segment_members']) {
     await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);

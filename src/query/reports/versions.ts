@@ -76,8 +76,8 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
         CROSS JOIN LATERAL unnest(z.s) WITH ORDINALITY u(n, i) WHERE u.n IS NOT NULL`
     : `SELECT 'adoption' AS part, to_char(b, 'YYYY-MM-DD') AS a, version AS b, count(DISTINCT actor) AS n, 0 AS m, NULL::timestamptz AS t
          FROM g CROSS JOIN LATERAL unnest(g.bs) b GROUP BY b, version`;
-  // The upgrade lag reads every actor day of the product, not the range's: it goes out with the
-  // adoption's statement (on a PostgreSQL server each on a connection of its own), not after it.
+  // The upgrade lag (all time, not the range's) goes out with the adoption's statement (on a
+  // PostgreSQL server each on a connection of its own), not after it.
   const [rows, lag] = await Promise.all([
     q.query<{ part: string; a: string; b: string; n: string; m: string; t: Date | null }>(
       `WITH avd AS (${avd.sql}),
@@ -117,7 +117,11 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   };
 }
 
-/** Per version: its release (release_date, else first seen), and the days each account took to first run it (UTC days). */
+/**
+ * Per version: its release (release_date, else first seen), and the days each account took to first
+ * run it (its first UTC day with an event on it, rm_account_version_first: one row per account and
+ * version, not every actor day of the product).
+ */
 async function upgradeLag(
   q: Queryable,
   tenantId: string,
@@ -126,7 +130,7 @@ async function upgradeLag(
 ) {
   const rows = await q.query<{ version: string; released: string | null; accounts: string; p50: number | null; p90: number | null }>(
     `WITH rel AS (SELECT version, coalesce(release_date, (first_seen AT TIME ZONE 'UTC')::date) AS released FROM product_versions WHERE tenant_id = $1 AND product_id = $2),
-          firsts AS (SELECT version, account_id, min(day) AS day FROM rm_actor_days WHERE tenant_id = $1 AND product_id = $2 AND account_id <> '' AND events > 0 GROUP BY 1, 2)
+          firsts AS (SELECT product_version AS version, account_id, day FROM rm_account_version_first WHERE tenant_id = $1 AND product_id = $2)
      SELECT rel.version, rel.released::text AS released, count(f.account_id) AS accounts,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(f.day - rel.released, 0)) AS p50,
             percentile_cont(0.9) WITHIN GROUP (ORDER BY greatest(f.day - rel.released, 0)) AS p90

@@ -80,6 +80,13 @@ const EVENTS = `
   usage AS (
     INSERT INTO rm_usage_days (tenant_id, day, account_id, license_id, product_id, product_version, events, first_seen, last_seen)
     SELECT * FROM u ORDER BY account_id COLLATE "C", license_id COLLATE "C"),
+  -- Each account's first day on a version (the versions report's upgrade lag): written only when
+  -- it moves earlier, so a conflict costs a probe, not a row version.
+  version_firsts AS (
+    INSERT INTO rm_account_version_first (tenant_id, product_id, product_version, account_id, day)
+    SELECT tenant_id, product_id, version, account_id, min(day) FROM u WHERE account_id <> '' GROUP BY 1, 2, 3, 4
+    ON CONFLICT (tenant_id, product_id, product_version, account_id) DO UPDATE SET day = excluded.day
+     WHERE excluded.day < rm_account_version_first.day),
   f AS MATERIALIZED (
     SELECT tenant_id, day, account_id, product_id, category, name, sum(events) AS events, min(first_seen) AS first_seen, max(last_seen) AS last_seen
       FROM n GROUP BY 1, 2, 3, 4, 5, 6),

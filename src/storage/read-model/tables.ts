@@ -8,6 +8,7 @@ export const DERIVED_TABLES = [
   'rm_actor_months',
   'rm_actor_first',
   'rm_actor_event_first',
+  'rm_account_version_first',
   'rm_sessions',
 ] as const;
 
