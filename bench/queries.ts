@@ -98,6 +98,15 @@ async function generate(gen: pg.Client, tenant: string, product: string, lo: Dat
     );
     console.log(`  events: ${Math.min(EVENTS, done + CHUNK).toLocaleString('en')}`);
   }
+  // The versions as ingest registers them (auto, first and last seen), the four oldest archived: the versions report's upgrade
+  // lag and archived accounts read them.
+  await gen.query(
+    `INSERT INTO product_versions (id, tenant_id, product_id, version, source, first_seen, last_seen, status)
+     SELECT gen_random_uuid(), $1, $2, product_version, 'auto', min(occurred_at), max(occurred_at),
+            CASE WHEN product_version IN ('5.0.0', '5.1.0', '5.2.0', '5.3.0') THEN 'archived' ELSE 'active' END
+       FROM events WHERE tenant_id = $1 GROUP BY product_version`,
+    [tenant, product],
+  );
   await gen.query(
     `INSERT INTO sessions (tenant_id, session_id, product_id, product_version, actor_id, account_id, license_id, started_at, last_seen_at, ended_at, end_reason, received_at)
      SELECT $1, gen_random_uuid()::text, $2, g.version, g.actor_id, g.account_id, g.license_id, g.ts, g.ts + g.rx * interval '1 hour',
