@@ -119,6 +119,27 @@ describe('GET /v1/reports/versions', () => {
     assert.equal(body.share_on_latest, 0);
   });
 
+  it("an account's last version at a tie of instants is the greater in C order, whichever version is archived", async () => {
+    // Another tenant. Account C: w1 on 1.0 and w2 on 2.0 at the same instant; account D the same with the versions
+    // the other way round between its actors. Each ends on 2.0 (greater), so neither runs 1.0, archived, then.
+    const other = await tenantWithProduct(t.app, 'business');
+    assert.equal((await registerVersion(other.adminKey, '1.0', '2026-05-01')).statusCode, 201);
+    assert.equal((await registerVersion(other.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+    const at = '2026-05-12T10:00:00Z';
+    const batch = [e('w1', '1.0', at, 'C'), e('w2', '2.0', at, 'C'), e('w3', '2.0', at, 'D'), e('w4', '1.0', at, 'D')];
+    assert.equal((await postEvents(t.app, other.ingestKey, batch)).statusCode, 200);
+    await archiveVersion(other.adminKey, other.productId, '1.0');
+    await fold();
+    assert.deepEqual((await ok(`/v1/reports/versions?product=app&${RANGE}`, other.adminKey)).archived_accounts, []);
+    // 2.0 archived instead: both accounts are on it, each with the one actor that ran it.
+    await archiveVersion(other.adminKey, other.productId, '2.0');
+    const body = await ok(`/v1/reports/versions?product=app&${RANGE}`, other.adminKey);
+    assert.deepEqual(body.archived_accounts, [
+      { account_id: 'C', version: '2.0', actors: 1, last_seen: '2026-05-12T10:00:00.000Z' },
+      { account_id: 'D', version: '2.0', actors: 1, last_seen: '2026-05-12T10:00:00.000Z' },
+    ]);
+  });
+
   it("upgrade lag counts an account's first day with any event on a version, not only a day's last version", async () => {
     // Another tenant. Account C: w1 runs 1.0 at 10:00 and 2.0 at 12:00 on May 12 (the day ends on 2.0); account D: w2
     // runs 1.0 on May 14. 2.0 (released May 11): C from May 12, 1 day. 1.0 (released May 1): C from May 12 (11 days),
