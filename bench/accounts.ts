@@ -23,6 +23,7 @@ import { migrate } from '../src/storage/migrate.js';
 import { runScript } from '../src/storage/script.mjs';
 import { insertProduct } from '../src/storage/products.js';
 import { encodeCursor } from '../src/storage/rows.js';
+import { DERIVED_TABLES } from '../src/storage/read-model/tables.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -254,9 +255,7 @@ async function main(): Promise<void> {
   console.log(`generated in ${generateS.toFixed(0)} s, vacuum analyze ${secs(t0).toFixed(0)} s; ${sizes.map((r) => `${r.relname} ${r.size}`).join(', ')}`);
 
   const initial = await refresh(db, 'initial fold');
-  await gen.query(
-    'ANALYZE rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_first, rm_actor_event_first, rm_sessions, ru_accounts, ru_licenses',
-  );
+  await gen.query(`ANALYZE ${[...DERIVED_TABLES, 'ru_accounts', 'ru_licenses'].join(', ')}`);
   const facts = (
     await gen.query(
       "SELECT relname, n_live_tup::int AS n, pg_size_pretty(pg_total_relation_size(relid)) AS size FROM pg_stat_user_tables WHERE relname ~ '^(ru|rm)_' ORDER BY 1",

@@ -22,6 +22,7 @@ import { startJobs } from '../src/jobs/runner.js';
 import { openDb } from '../src/storage/db.js';
 import { migrate } from '../src/storage/migrate.js';
 import { insertProduct } from '../src/storage/products.js';
+import { DERIVED_TABLES } from '../src/storage/read-model/tables.js';
 
 const { values: opt } = parseArgs({
   options: {
@@ -176,8 +177,7 @@ const filter = (events: boolean) =>
     ...(events ? [`&name=${pick(PAIRS)[1]}`, '&property=screen:home'] : []),
   ]);
 
-const RM_TABLES =
-  'rm_event_hours, rm_usage_days, rm_feature_days, rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions, rm_compaction_due';
+const RM_TABLES = [...DERIVED_TABLES, 'rm_compaction_due'].join(', ');
 
 /** The fixture kept by an earlier run (--reuse): its tenant's key, if it has the same size. */
 async function existing(): Promise<{ key: string } | undefined> {
