@@ -261,6 +261,9 @@ describe('read model', () => {
     assert.equal((await post(t.app, tn.ingestKey, '/v1/events/exceptions', exception('x1', 'non_fatal', S2))).statusCode, 200);
     await crashMidFold();
     await runJob(0, 1); // slices one transaction id wide
+    // A later day for an account and version whose first day is folded already (acme on 1.0.0: 9 days ago): it stays.
+    const later = event({ actor_id: 'u2', timestamp: at(360_000), account_id: 'acme', license_id: 'L2' });
+    assert.equal((await postEvents(t.app, tn.ingestKey, [later])).statusCode, 200);
     assert.equal((await post(t.app, tn.ingestKey, '/v1/events/exceptions', exception('x2', 'fatal', S1))).statusCode, 200);
     assert.equal((await post(t.app, tn.ingestKey, '/v1/events/sessions/end', { session_id: S2, ended_at: at(300_000), end_reason: 'normal' })).statusCode, 200);
     await runJob();
