@@ -29,17 +29,22 @@ async function archiveVersion(adminKey: string, productId: string, v: string): P
   });
   assert.equal(patch.statusCode, 200, patch.body);
 }
+/** A business tenant with 1.0 (released 2026-05-01) and 2.0 (released 2026-05-11) registered. */
+async function tenantWithVersions() {
+  const tenant = await tenantWithProduct(t.app, 'business');
+  assert.equal((await registerVersion(tenant.adminKey, '1.0', '2026-05-01')).statusCode, 201);
+  assert.equal((await registerVersion(tenant.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+  return tenant;
+}
 const fold = () => foldReadModel(t.db);
 const e = (actor: string, v: string, timestamp: string, account?: string) =>
   event({ actor_id: actor, product_version: v, timestamp, ...(account ? { account_id: account } : {}) });
 
 before(async () => {
   t = await startTestApp();
-  const tenant = await tenantWithProduct(t.app, 'business');
+  const tenant = await tenantWithVersions();
   key = tenant.adminKey;
   tenantId = tenant.id;
-  assert.equal((await registerVersion(key, '1.0', '2026-05-01')).statusCode, 201);
-  assert.equal((await registerVersion(key, '2.0', '2026-05-11')).statusCode, 201);
   assert.equal(
     (
       await postEvents(
@@ -101,9 +106,7 @@ describe('GET /v1/reports/versions', () => {
     // Another tenant; an actor counts under the version it ended each day on. Account C: w1 on 2.0 May 10,
     // 1.0 May 11; w2 on 1.0 May 12 12:00 → C's last activity is on 1.0 (archived), run there by w1 and w2.
     // Account D: w2 on 2.0 May 12 09:00 → D's last is 2.0, though w2's own last activity (in C) is on 1.0.
-    const other = await tenantWithProduct(t.app, 'business');
-    assert.equal((await registerVersion(other.adminKey, '1.0', '2026-05-01')).statusCode, 201);
-    assert.equal((await registerVersion(other.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+    const other = await tenantWithVersions();
     const batch = [
       e('w1', '2.0', '2026-05-10T10:00:00Z', 'C'),
       e('w1', '1.0', '2026-05-11T09:00:00Z', 'C'),
@@ -122,9 +125,7 @@ describe('GET /v1/reports/versions', () => {
   it("an account's last version at a tie of instants is the greater in C order, whichever version is archived", async () => {
     // Another tenant. Account C: w1 on 1.0 and w2 on 2.0 at the same instant; account D the same with the versions
     // the other way round between its actors. Each ends on 2.0 (greater), so neither runs 1.0, archived, then.
-    const other = await tenantWithProduct(t.app, 'business');
-    assert.equal((await registerVersion(other.adminKey, '1.0', '2026-05-01')).statusCode, 201);
-    assert.equal((await registerVersion(other.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+    const other = await tenantWithVersions();
     const at = '2026-05-12T10:00:00Z';
     const batch = [e('w1', '1.0', at, 'C'), e('w2', '2.0', at, 'C'), e('w3', '2.0', at, 'D'), e('w4', '1.0', at, 'D')];
     assert.equal((await postEvents(t.app, other.ingestKey, batch)).statusCode, 200);
@@ -144,9 +145,7 @@ describe('GET /v1/reports/versions', () => {
     // Another tenant. Account C: w1 runs 1.0 at 10:00 and 2.0 at 12:00 on May 12 (the day ends on 2.0); account D: w2
     // runs 1.0 on May 14. 2.0 (released May 11): C from May 12, 1 day. 1.0 (released May 1): C from May 12 (11 days),
     // D from May 14 (13 days): median 12, p90 11 + 0.9 × 2 = 12.8.
-    const other = await tenantWithProduct(t.app, 'business');
-    assert.equal((await registerVersion(other.adminKey, '1.0', '2026-05-01')).statusCode, 201);
-    assert.equal((await registerVersion(other.adminKey, '2.0', '2026-05-11')).statusCode, 201);
+    const other = await tenantWithVersions();
     const batch = [e('w1', '1.0', '2026-05-12T10:00:00Z', 'C'), e('w1', '2.0', '2026-05-12T12:00:00Z', 'C'), e('w2', '1.0', '2026-05-14T09:00:00Z', 'D')];
     assert.equal((await postEvents(t.app, other.ingestKey, batch)).statusCode, 200);
     await fold();
