@@ -124,22 +124,30 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
      SELECT r.tenant_id, r.day, coalesce(r.account_id, ''), coalesce(r.license_id, ''), r.product_id, r.product_version, -count(*)
        FROM rm_sessions r WHERE ${mine} AND r.started_at IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6`,
   );
-  // Each account's first day on a version, for the accounts the actor's folded events named: their
-  // rows go (counted), and come back recomputed from their usage days, which now hold no share of
-  // the actor.
-  const accounts = `SELECT DISTINCT r.product_id, r.account_id FROM events r, rollup_state s
-                     WHERE s.id = 1 AND ${mine} AND r.account_id <> '' AND ${folded('r.ingest_xid')}`;
+  // Each account's first day on a version, for the accounts the actor's folded events named (read
+  // once): their rows go (counted), and come back recomputed from their usage days, which now hold
+  // no share of the actor.
+  const named = await q.query<{ product_id: string; account_id: string }>(
+    `SELECT DISTINCT r.product_id, r.account_id FROM events r, rollup_state s
+      WHERE s.id = 1 AND ${mine} AND r.account_id <> '' AND ${folded('r.ingest_xid')}`,
+    p,
+  );
+  const accounts = 'unnest($2::uuid[], $3::text[]) AS a(product_id, account_id)';
+  const pa = [tenantId, named.map((r) => r.product_id), named.map((r) => r.account_id)];
   await count(
     'rm_account_version_first',
-    `DELETE FROM rm_account_version_first f USING (${accounts}) a WHERE f.tenant_id = $1 AND f.product_id = a.product_id AND f.account_id = a.account_id`,
+    `DELETE FROM rm_account_version_first f USING ${accounts}
+      WHERE f.tenant_id = $1 AND f.product_id = a.product_id AND f.account_id = a.account_id`,
+    pa,
   );
   await q.query(
     `INSERT INTO rm_account_version_first (tenant_id, product_id, product_version, account_id, day)
      SELECT $1, u.product_id, u.product_version, u.account_id, min(u.day)
-       FROM (SELECT u.day, u.product_id, u.product_version, u.account_id FROM rm_usage_days u JOIN (${accounts}) a ON a.product_id = u.product_id AND a.account_id = u.account_id
+       FROM (SELECT u.day, u.product_id, u.product_version, u.account_id
+               FROM rm_usage_days u JOIN ${accounts} ON a.product_id = u.product_id AND a.account_id = u.account_id
               WHERE u.tenant_id = $1 GROUP BY 1, 2, 3, 4 HAVING sum(u.events) > 0) u
       GROUP BY 2, 3, 4`,
-    p,
+    pa,
   );
   for (const table of ['rm_actor_days', 'rm_actor_months', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits', 'segment_members']) {
     await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);
