@@ -320,7 +320,9 @@ describe('compaction', () => {
       ['zeta', 'mu', 'alpha'].map((account, j) =>
         event({ actor_id: `c${j}`, timestamp: at(ms + j * 60_000), account_id: account, license_id: `L-${account}` }),
       );
-    const [dayA, dayB] = [-5 * DAY, -6 * DAY];
+    // Each day's events at its noon (UTC), so that no offset below reaches another day, whatever the time of the run.
+    const noon = (daysAgo: number) => Math.floor(base / DAY) * DAY - daysAgo * DAY + 12 * HOUR - base;
+    const [dayA, dayB] = [noon(5), noon(6)];
     assert.equal((await postEvents(t.app, tn.ingestKey, batch(dayA))).statusCode, 200);
     // And c9 on day B at one instant in both folds, on two versions: its last version is the greater in C order ('2.0.0'), as one fold of both picks.
     const tie = (version: string) => event({ actor_id: 'c9', timestamp: at(dayB + 3_600_000), account_id: 'mu', license_id: 'L-mu', product_version: version });
