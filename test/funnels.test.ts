@@ -185,6 +185,11 @@ describe('funnels', () => {
     const csv = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, step: 3 }, { accept: 'text/csv' });
     assert.match(String(csv.headers['content-type']), /^text\/csv/);
     assert.equal(csv.body, 'actor_id\r\nu1\r\nu4\r\nu5\r\nuser-9\r\n');
+    // A step past the last (3) is a 400 naming it, reached or dropped: not the last step's units.
+    for (const extra of [{ step: 4 }, { step: 4, status: 'dropped' }]) {
+      const bad = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, ...extra });
+      assert.deepEqual([bad.statusCode, bad.json().code, bad.json().errors[0].field], [400, 'validation_error', 'step'], bad.body);
+    }
   });
 
   it('events at one instant go in event id order: a step may then come before or after another', async () => {

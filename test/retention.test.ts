@@ -201,6 +201,9 @@ describe('retention', () => {
     assert.equal(csv.body, 'actor_id\r\nr2\r\n');
     const bad = await post(tenant.adminKey, '/v1/retention/actors', { ...base, cohort: 5, cohort_period: 0 });
     assert.deepEqual([bad.statusCode, bad.json().errors[0].field], [400, 'cohort']);
+    // A period past the matrix's last names the body's field, cohort_period (period is the period's unit).
+    const late = await post(tenant.adminKey, '/v1/retention/actors', { ...base, cohort: 0, cohort_period: base.periods + 1 });
+    assert.deepEqual([late.statusCode, late.json().errors[0].field], [400, 'cohort_period'], late.body);
   });
 
   it('another tenant sees none of it; account counting is behind the plan', async () => {

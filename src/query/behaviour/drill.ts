@@ -1,3 +1,4 @@
+import { validationError } from '../../errors.js';
 import type { Db } from '../../storage/db.js';
 import type { Reader } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
@@ -35,9 +36,10 @@ export interface FunnelActorsQuery extends FunnelQuery, DrillPage {
 
 /** The units that reached a step, or dropped at it (reached the step before, not this one). */
 export async function funnelUnitIds(db: Db, who: Reader, q: FunnelActorsQuery, now: Date) {
-  const { step, status, breakdown_value, limit: _l, cursor: _c, ...query } = q;
+  const { step: k, status, breakdown_value, limit: _l, cursor: _c, ...query } = q;
+  // A step past the funnel's last is an error, not the last step's units.
+  if (k > query.steps.length) throw validationError([{ field: 'step', message: `1 to ${query.steps.length}: the funnel has ${query.steps.length} steps` }]);
   const run = await runFunnel(db, who, query, now);
-  const k = Math.min(step, query.steps.length);
   const ids = run.units
     .filter((u) => u.result.reached > 0 && (breakdown_value === undefined || u.value === breakdown_value))
     .filter((u) => (status === 'dropped' ? k > 1 && u.result.reached === k - 1 : u.result.reached >= k))

@@ -414,7 +414,7 @@ export interface RetentionCell {
 export async function retentionUnitIds(db: Db, who: Reader, q: RetentionQuery, cell: RetentionCell, now: Date) {
   const pl = await plan(db, who, q, now);
   if (cell.cohort >= pl.cohorts.length) throw validationError([{ field: 'cohort', message: `0 to ${pl.cohorts.length - 1}` }]);
-  if (cell.period > pl.n) throw validationError([{ field: 'period', message: `0 to ${pl.n}` }]);
+  if (cell.period > pl.n) throw validationError([{ field: 'cohort_period', message: `0 to ${pl.n}` }]);
   if (!pl.ctes) return { plan: pl, ids: [] as string[] };
   const p = pl.ctes.params;
   const c = `${p.add(cell.cohort + 1)}::int`;
