@@ -148,6 +148,35 @@ describe('sessions', () => {
     );
   });
 
+  it('compare=previous: stats, release health and the exception trend answer the previous day too; the list refuses it', async () => {
+    // March 4 against March 3. Mar 4: s5 (u3, 2.0, open) and x3 (non-fatal, u3). Mar 3: s3 (u2, 1.0,
+    // crashed, 300 s), s4 (u3, 2.0, abnormal, 600 s) and x2 (fatal, u2): p50 of 300 and 600 = 450.
+    const q = 'from=2026-03-04&to=2026-03-05&compare=previous';
+    const prevRange = { from: '2026-03-03T00:00:00.000Z', to: '2026-03-04T00:00:00.000Z' };
+    const stats = await ok(`/v1/sessions/stats?${q}`);
+    assert.deepEqual([stats.sessions, stats.duration_s.p50, stats.statuses.open], [1, null, 1]);
+    assert.deepEqual(stats.compare.range, prevRange);
+    assert.deepEqual(
+      [stats.compare.sessions, stats.compare.duration_s.p50, stats.compare.statuses.crashed, stats.compare.statuses.abnormal, stats.compare.data],
+      [2, 450, 1, 1, [{ date: '2026-03-03', sessions: 2 }]],
+    );
+    const health = await ok(`/v1/sessions/release-health?${q}`);
+    const rows = (b: { data: Record<string, unknown>[] }) => b.data.map((r) => [r.product_version, r.sessions, r.crash_free_sessions, r.crash_free_actors]);
+    assert.deepEqual(rows(health), [['2.0', 1, 100, 100]]);
+    assert.deepEqual(health.compare.range, prevRange);
+    assert.deepEqual(rows(health.compare), [
+      ['1.0', 1, 0, 0],
+      ['2.0', 1, 100, 100],
+    ]);
+    const trend = await ok(`/v1/exceptions/${fingerprint}?${q}`);
+    assert.deepEqual(trend.total, { count: 1, fatal: 0, actors: 1 });
+    assert.deepEqual([trend.compare.range, trend.compare.total], [prevRange, { count: 1, fatal: 1, actors: 1 }]);
+    // No compare key without the parameter.
+    assert.equal('compare' in (await ok(`/v1/sessions/stats?${RANGE}`)), false);
+    const list = await get(t.app, key, `/v1/sessions?${q}`);
+    assert.deepEqual([list.statusCode, list.json().errors?.[0]?.field], [400, 'compare'], list.body);
+  });
+
   it('GET /v1/sessions: newest first, paged by cursor, filtered by status', async () => {
     const first = await ok(`/v1/sessions?${RANGE}&limit=2`);
     assert.deepEqual(

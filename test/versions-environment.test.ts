@@ -80,6 +80,27 @@ async function ok(url: string, k = key) {
   return res.json();
 }
 
+describe('compare=previous on the versions and accounts-over-time reports', () => {
+  it('answers the previous period of the same length under compare, with its range', async () => {
+    // May 12 against May 11. May 12: u2 on 1.0 (account B), u1 on 2.0 (A); May 11: u3 on 2.0, no account.
+    const prevRange = { from: '2026-05-11T00:00:00.000Z', to: '2026-05-12T00:00:00.000Z' };
+    const versions = await ok('/v1/reports/versions?product=app&from=2026-05-12&to=2026-05-13&compare=previous');
+    assert.deepEqual(versions.adoption, [
+      { date: '2026-05-12', version: '1.0', actors: 1 },
+      { date: '2026-05-12', version: '2.0', actors: 1 },
+    ]);
+    assert.equal(versions.share_on_latest, 50);
+    assert.deepEqual(versions.compare.range, prevRange);
+    assert.deepEqual(versions.compare.adoption, [{ date: '2026-05-11', version: '2.0', actors: 1 }]);
+    assert.equal(versions.compare.share_on_latest, 100);
+    const accounts = await ok('/v1/reports/accounts?from=2026-05-12&to=2026-05-13&compare=previous');
+    const rows = (b: { data: { date: string; accounts: number; licenses: number }[] }) => b.data.map((d) => [d.date, d.accounts, d.licenses]);
+    assert.deepEqual(rows(accounts), [['2026-05-12', 2, 0]]);
+    assert.deepEqual(accounts.compare.range, prevRange);
+    assert.deepEqual(rows(accounts.compare), [['2026-05-11', 0, 0]]);
+  });
+});
+
 describe('GET /v1/reports/versions', () => {
   it('adoption per day, share on the latest, upgrade lag, accounts on archived versions', async () => {
     const body = await ok(`/v1/reports/versions?product=app&${RANGE}`);

@@ -119,6 +119,20 @@ export function previousPeriod(f: Filters): Filters {
   return { ...f, compare: false, scope: { ...f.scope, from: prevFrom, to: new Date(to.getTime() - shift) } };
 }
 
+/**
+ * An answer and, when the filters ask for it (`compare=previous`), the same answer for the previous
+ * period under `compare`: that period's range, and its answer without what both share (time zone,
+ * interval, freshness). The two periods go out together (on a PostgreSQL server, each on its own
+ * connection). `answer` computes one period from its filters; `toNow` says whether that period ends now.
+ */
+export async function withCompare<T extends object>(f: Filters, toNow: boolean, answer: (f: Filters, toNow: boolean) => Promise<T>) {
+  const prev = f.compare ? previousPeriod(f) : undefined;
+  const [current, before] = await Promise.all([answer(f, toNow), prev ? answer(prev, false) : undefined]);
+  if (!prev || !before) return current;
+  const { range: _r, tz: _t, interval: _i, refreshed_at: _a, ...rest } = before as T & Record<string, unknown>;
+  return { ...current, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...rest } };
+}
+
 /** What every answer opens with: the resolved range, time zone, interval, and how fresh derived data is. */
 export async function head(q: Queryable, s: Scope) {
   const r = await rollupInfo(q, s.tenantId);

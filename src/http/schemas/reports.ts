@@ -13,6 +13,15 @@ export const ReportHead = {
   }),
 };
 const ComparedRange = Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) });
+/** An answer of one period (its fields past the head), and with compare=previous the same for the previous period under `compare`. */
+const withCompared = <P extends Record<string, TSchema>>(period: P) =>
+  Type.Object({
+    ...ReportHead,
+    ...period,
+    compare: Type.Optional(
+      Type.Object({ range: ComparedRange, ...period }, { description: 'with compare=previous: the same answer for the previous period of the same length' }),
+    ),
+  });
 const Count = Type.Integer({ minimum: 0 });
 const DateLabel = Type.String({ description: "the bucket's local start: YYYY-MM-DD, or YYYY-MM-DDTHH:00 for hours" });
 
@@ -87,8 +96,7 @@ export const SessionRow = Type.Object({
 });
 export const SessionPage = Type.Object({ ...ReportHead, data: Type.Array(SessionRow), next_cursor: Nullable(Type.String()) });
 const Percent = Nullable(Type.Number({ description: 'percent, 0–100, 4 decimals; null with no sessions' }));
-export const SessionStats = Type.Object({
-  ...ReportHead,
+export const SessionStats = withCompared({
   sessions: Count,
   duration_s: Type.Object(
     { p50: Nullable(Type.Number()), p90: Nullable(Type.Number()), p99: Nullable(Type.Number()) },
@@ -112,11 +120,10 @@ export const ReleaseHealthRow = Type.Object({
   crash_free_actors: Percent,
   adoption: Type.Object({ sessions: Percent, actors: Percent }, { description: "the version's share of all sessions (actors) in the range" }),
 });
-export const ReleaseHealth = withHead(ReleaseHealthRow);
+export const ReleaseHealth = withCompared({ data: Type.Array(ReleaseHealthRow) });
 
 const ExceptionPoint = { count: Count, fatal: Count, actors: Type.Integer({ minimum: 0, description: 'distinct affected actors' }) };
-export const ExceptionTrend = Type.Object({
-  ...ReportHead,
+export const ExceptionTrend = withCompared({
   fingerprint: Type.String(),
   exception_type: Type.String({ description: 'of the latest occurrence' }),
   first_seen: Type.String({ format: 'date-time' }),
@@ -166,8 +173,7 @@ export const ExplorerPage = Type.Object({
   next_cursor: Nullable(Type.String({ description: 'null at the end' })),
 });
 
-export const VersionsReport = Type.Object({
-  ...ReportHead,
+export const VersionsReport = withCompared({
   latest_version: Nullable(Type.String({ description: "by the product's version rules (semantic version, release date, creation)" })),
   share_on_latest: Percent,
   adoption: Type.Array(Type.Object({ date: DateLabel, version: Type.String(), actors: Count }), {
@@ -191,7 +197,7 @@ export const VersionsReport = Type.Object({
     }),
   ),
 });
-export const AccountsOverTime = withHead(Type.Object({ date: DateLabel, accounts: Count, licenses: Count }));
+export const AccountsOverTime = withCompared({ data: Type.Array(Type.Object({ date: DateLabel, accounts: Count, licenses: Count })) });
 export const EnvironmentShares = Type.Object({
   ...ReportHead,
   field: Type.String(),

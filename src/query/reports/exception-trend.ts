@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { notFound } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { checkBuckets, head, label, recordWhere, RecordFilterProps, resolveFilters, type Principal } from '../filters.js';
+import { checkBuckets, head, label, recordWhere, RecordFilterProps, resolveFilters, withCompare, type Filters, type Principal } from '../filters.js';
 import { bucketLabels } from './buckets.js';
 import { Params } from '../params.js';
 
@@ -15,6 +15,10 @@ export const ExceptionTrendQuery = Type.Object(RecordFilterProps);
 export async function exceptionTrend(q: Queryable, principal: Principal, fingerprint: string, p: Static<typeof ExceptionTrendQuery>, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
+  return withCompare(f, true, (g) => trendOf(q, g, fingerprint));
+}
+
+async function trendOf(q: Queryable, f: Filters, fingerprint: string) {
   const s = f.scope;
   const all = new Params();
   const [group] = await q.query<{ exception_type: string; first_seen: Date; last_seen: Date; first_version: string; last_version: string; count: string }>(

@@ -2,7 +2,18 @@ import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { exactTime, iso } from '../../storage/rows.js';
 import { seesAccounts } from '../guard.js';
-import { checkBuckets, head, keysetCursor, label, recordWhere, RecordFilterProps, resolveFilters, type Filters, type Principal } from '../filters.js';
+import {
+  checkBuckets,
+  head,
+  keysetCursor,
+  label,
+  recordWhere,
+  RecordFilterProps,
+  resolveFilters,
+  withCompare,
+  type Filters,
+  type Principal,
+} from '../filters.js';
 import { pageOf } from '../page.js';
 import { wholeHourDays } from './actor-days.js';
 import { bucketLabels } from './buckets.js';
@@ -15,7 +26,8 @@ import { Params } from '../params.js';
 
 const STATUSES = ['healthy', 'errored', 'crashed', 'abnormal', 'open'] as const;
 export const SessionListQuery = Type.Object({
-  ...RecordFilterProps,
+  // A list: compare does not apply (as the explorer's and an exception group's occurrences).
+  ...(({ compare: _c, ...rest }) => rest)(RecordFilterProps),
   status: Type.Optional(
     Type.Enum([...STATUSES], {
       description: 'crashed: a fatal exception; abnormal: ended by timeout or sdk_recovery; errored: a non-fatal exception; healthy: ended normally',
@@ -85,6 +97,10 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
 export async function sessionStats(q: Queryable, principal: Principal, p: Static<typeof SessionStatsQuery>, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
+  return withCompare(f, true, (g) => stats(q, g));
+}
+
+async function stats(q: Queryable, f: Filters) {
   const statuses = (counts: Record<string, number>) =>
     Object.fromEntries(STATUSES.map((s) => [s, counts[s] ?? 0])) as Record<(typeof STATUSES)[number], number>;
   if (f.scope.empty) {
@@ -147,7 +163,10 @@ export async function sessionStats(q: Queryable, principal: Principal, p: Static
  * session; adoption = the version's share of the range's sessions and of its actors.
  */
 export async function releaseHealth(q: Queryable, principal: Principal, p: Static<typeof ReleaseHealthQuery>, now: Date) {
-  const f = await resolveFilters(q, principal, p, now);
+  return withCompare(await resolveFilters(q, principal, p, now), true, (f) => health(q, f));
+}
+
+async function health(q: Queryable, f: Filters) {
   if (f.scope.empty) return { ...(await head(q, f.scope)), data: [] };
   // Two statements, sent together (as session stats'): per version, its sessions by status and
   // its distinct actors, each (actor, version) hashed once and then summed per version (a

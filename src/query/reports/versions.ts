@@ -4,7 +4,7 @@ import { pickLatest } from '../../domain/version-selector.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
-import { ACTOR, checkBuckets, FilterProps, head, rawEvents, resolveFilters, usageDaysWhere, type Filters, type Principal } from '../filters.js';
+import { ACTOR, checkBuckets, FilterProps, head, rawEvents, resolveFilters, usageDaysWhere, withCompare, type Filters, type Principal } from '../filters.js';
 import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths, UTC_ZONES, wholeLocalDays } from './actor-days.js';
 import { requireAccountAnswers, seesAccounts } from '../guard.js';
@@ -43,9 +43,13 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   if (p.product === undefined) throw validationError([{ field: 'product', message: 'the versions report is per product' }]);
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
+  const accounts = seesAccounts(principal);
+  return withCompare(f, true, (g) => versionsOf(q, g, accounts));
+}
+
+async function versionsOf(q: Queryable, f: Filters, accounts: boolean) {
   const s = f.scope;
   const h = await head(q, s);
-  const accounts = seesAccounts(principal);
   if (s.empty || !s.productId)
     return { ...h, latest_version: null, share_on_latest: null, adoption: [], upgrade_lag: accounts ? [] : null, archived_accounts: accounts ? [] : null };
   const versions = await allVersions(q, s.tenantId, s.productId);
@@ -164,10 +168,15 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   requireAccountAnswers(principal);
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
+  return withCompare(f, p.to === undefined, (g, toNow) => accountsOf(q, g, toNow));
+}
+
+/** One period's active accounts and licenses; `toNow`: the period ends now (its current day counts whole). */
+async function accountsOf(q: Queryable, f: Filters, toNow: boolean) {
   const s = f.scope;
   const h = await head(q, s);
   if (s.empty) return { ...h, data: [] };
-  const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, p.to === undefined);
+  const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, toNow);
   const labels = await bucketLabels(q, f);
   if (days) {
     const counted = await accountsFromMonths(q, f, days.first, days.last, s.interval as 'day' | 'week' | 'month', labels);
@@ -183,7 +192,7 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
         days.last,
         `date_trunc('${s.interval}', a.lday::timestamp) AS b, nullif(a.account_id, '') AS a, nullif(a.license_id, '') AS l`,
       )
-    : (usageOfVersion(f, sql, p.to === undefined) ??
+    : (usageOfVersion(f, sql, toNow) ??
       rawEvents(
         f,
         sql,
