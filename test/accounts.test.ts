@@ -598,6 +598,10 @@ describe('GET /v1/exceptions', () => {
     await bad('?tz=Mars/Base', 'tz');
     await bad('?interval=year', 'interval');
     await bad('?from=2026-02-30', 'from');
+    // since/until as from/to: an empty or inverted window names its end; a since past now names since.
+    await bad('?since=2026-11-28T00:00:00Z&until=2026-11-01T00:00:00Z', 'until');
+    await bad('?since=2026-11-01T00:00:00Z&until=2026-11-01T00:00:00Z', 'until');
+    await bad(`?since=${encodeURIComponent(new Date(Date.now() + DAY).toISOString())}`, 'since');
   });
 
   it('an account or license filter needs view_accounts, like every per-account answer', async () => {

@@ -49,6 +49,8 @@ function listWindow(query: Query, now: Date): ListWindow {
   if (common) return { ...resolved, bounds: { since: resolved.from.toISOString(), until: resolved.to.toISOString() } };
   const from = query.since !== undefined ? new Date(query.since) : EPOCH;
   const to = query.until !== undefined ? new Date(query.until) : now;
+  // As from/to: an empty or inverted window is a 400, not an empty page under a range that runs backwards.
+  if (from >= to) throw validationError([{ field: query.until !== undefined ? 'until' : 'since', message: 'since must be before until (default now)' }]);
   return { ...resolved, from, to, bounds: { since: query.since, until: query.until } };
 }
 
