@@ -75,8 +75,6 @@ export const ActiveActorsAnswer = Type.Object({
   compare: Type.Optional(Type.Object({ range: ComparedRange, ...ActivePeriod })),
 });
 
-export const withHead = <T extends TSchema>(item: T) => Type.Object({ ...ReportHead, data: Type.Array(item) });
-
 const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 export const SessionRow = Type.Object({
   session_id: Type.String(),
