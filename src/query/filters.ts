@@ -120,17 +120,16 @@ export function previousPeriod(f: Filters): Filters {
 }
 
 /**
- * An answer and, when the filters ask for it (`compare=previous`), the same answer for the previous
- * period under `compare`: that period's range, and its answer without what both share (time zone,
- * interval, freshness). The two periods go out together (on a PostgreSQL server, each on its own
- * connection). `answer` computes one period from its filters; `toNow` says whether that period ends now.
+ * The head and one period's answer and, when the filters ask for it (`compare=previous`), the same
+ * answer for the previous period under `compare`, with that period's range. The head and the
+ * periods go out together (on a PostgreSQL server, each on its own connection). `answer` computes
+ * one period's fields from its filters; `toNow` says whether that period ends now.
  */
-export async function withCompare<T extends object>(f: Filters, toNow: boolean, answer: (f: Filters, toNow: boolean) => Promise<T>) {
+export async function withCompare<T extends object>(q: Queryable, f: Filters, toNow: boolean, answer: (f: Filters, toNow: boolean) => Promise<T>) {
   const prev = f.compare ? previousPeriod(f) : undefined;
-  const [current, before] = await Promise.all([answer(f, toNow), prev ? answer(prev, false) : undefined]);
-  if (!prev || !before) return current;
-  const { range: _r, tz: _t, interval: _i, refreshed_at: _a, ...rest } = before as T & Record<string, unknown>;
-  return { ...current, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...rest } };
+  const [h, current, before] = await Promise.all([head(q, f.scope), answer(f, toNow), prev ? answer(prev, false) : undefined]);
+  if (!prev || !before) return { ...h, ...current };
+  return { ...h, ...current, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...before } };
 }
 
 /** What every answer opens with: the resolved range, time zone, interval, and how fresh derived data is. */

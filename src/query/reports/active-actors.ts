@@ -1,7 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
-import { checkBuckets, FilterProps, head, previousPeriod, resolveFilters, type Filters, type Principal } from '../filters.js';
+import { checkBuckets, FilterProps, resolveFilters, withCompare, type Filters, type Principal } from '../filters.js';
 import { DAY_MS } from '../scope.js';
 import { actorDays, localActorMonths } from './actor-days.js';
 import { bucketStart, eachWordBit, WORD_DAYS as WORD, wordsText } from './buckets.js';
@@ -156,14 +156,5 @@ const empty = { source: 'read_model' as const, data: [], rolling: [], lifecycle:
 export async function activeActors(q: Queryable, principal: Principal, p: ActiveActorsParams, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
-  // The two periods of a comparison go out together (on a PostgreSQL server each on its own connection).
-  const prev = f.compare ? previousPeriod(f) : undefined;
-  const [h, current, before] = await Promise.all([
-    head(q, f.scope),
-    f.scope.empty ? empty : period(q, f),
-    prev && (prev.scope.empty ? empty : period(q, prev)),
-  ]);
-  const answer = { ...h, ...current };
-  if (!prev || !before) return answer;
-  return { ...answer, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...before } };
+  return withCompare(q, f, true, (g) => (g.scope.empty ? Promise.resolve(empty) : period(q, g)));
 }

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { notFound } from '../../errors.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
-import { checkBuckets, head, label, recordWhere, RecordFilterProps, resolveFilters, withCompare, type Filters, type Principal } from '../filters.js';
+import { checkBuckets, label, recordWhere, RecordFilterProps, resolveFilters, withCompare, type Filters, type Principal } from '../filters.js';
 import { bucketLabels } from './buckets.js';
 import { Params } from '../params.js';
 
@@ -15,7 +15,7 @@ export const ExceptionTrendQuery = Type.Object(RecordFilterProps);
 export async function exceptionTrend(q: Queryable, principal: Principal, fingerprint: string, p: Static<typeof ExceptionTrendQuery>, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
-  return withCompare(f, true, (g) => trendOf(q, g, fingerprint));
+  return withCompare(q, f, true, (g) => trendOf(q, g, fingerprint));
 }
 
 async function trendOf(q: Queryable, f: Filters, fingerprint: string) {
@@ -45,7 +45,6 @@ async function trendOf(q: Queryable, f: Filters, fingerprint: string) {
     actors: Number(r?.actors ?? 0),
   });
   return {
-    ...(await head(q, s)),
     fingerprint,
     exception_type: group.exception_type,
     first_seen: iso(group.first_seen)!,

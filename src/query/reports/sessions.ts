@@ -97,16 +97,15 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
 export async function sessionStats(q: Queryable, principal: Principal, p: Static<typeof SessionStatsQuery>, now: Date) {
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
-  return withCompare(f, true, (g) => stats(q, g));
+  return withCompare(q, f, true, (g) => stats(q, g));
 }
 
 async function stats(q: Queryable, f: Filters) {
   const statuses = (counts: Record<string, number>) =>
     Object.fromEntries(STATUSES.map((s) => [s, counts[s] ?? 0])) as Record<(typeof STATUSES)[number], number>;
   if (f.scope.empty) {
-    const [h, labels] = await Promise.all([head(q, f.scope), bucketLabels(q, f)]);
     const zero = { sessions: 0, duration_s: { p50: null, p90: null, p99: null }, end_reasons: {}, statuses: statuses({}) };
-    return { ...h, ...zero, data: labels.map((date) => ({ date, sessions: 0 })) };
+    return { ...zero, data: (await bucketLabels(q, f)).map((date) => ({ date, sessions: 0 })) };
   }
   // The statements go out together (each with its own parameters): on a PostgreSQL server each
   // gets a connection of the pool, so the answer waits for the slowest read of the range, not for
@@ -115,8 +114,7 @@ async function stats(q: Queryable, f: Filters) {
   const one = new Params();
   const all = new Params();
   const quarters = wholeHourDays(f.scope.tz, localDate(f.scope.from, f.scope.tz), localDate(new Date(f.scope.to.getTime() - 1), f.scope.tz), 900_000);
-  const [h, labels, [totals], groups] = await Promise.all([
-    head(q, f.scope),
+  const [labels, [totals], groups] = await Promise.all([
     bucketLabels(q, f),
     // date_part, a float8: extract answers numeric (PostgreSQL 14 on), whose sort cost 280 → 165 ms over 195k sessions.
     q.query<{ sessions: string; d: number[] | null }>(
@@ -148,7 +146,6 @@ async function stats(q: Queryable, f: Filters) {
   const d = totals?.d ?? null;
   const round = (v: number | null | undefined): number | null => (v === undefined || v === null ? null : Math.round(v * 1000) / 1000);
   return {
-    ...h,
     sessions: n(totals?.sessions),
     duration_s: { p50: round(d?.[0]), p90: round(d?.[1]), p99: round(d?.[2]) },
     end_reasons: of('reason'),
@@ -163,11 +160,11 @@ async function stats(q: Queryable, f: Filters) {
  * session; adoption = the version's share of the range's sessions and of its actors.
  */
 export async function releaseHealth(q: Queryable, principal: Principal, p: Static<typeof ReleaseHealthQuery>, now: Date) {
-  return withCompare(await resolveFilters(q, principal, p, now), true, (f) => health(q, f));
+  return withCompare(q, await resolveFilters(q, principal, p, now), true, (f) => health(q, f));
 }
 
 async function health(q: Queryable, f: Filters) {
-  if (f.scope.empty) return { ...(await head(q, f.scope)), data: [] };
+  if (f.scope.empty) return { data: [] };
   // Two statements, sent together (as session stats'): per version, its sessions by status and
   // its distinct actors, each (actor, version) hashed once and then summed per version (a
   // count(DISTINCT) per version sorted every group's actors, twice: 260 → 205 ms over 200k
@@ -175,8 +172,7 @@ async function health(q: Queryable, f: Filters) {
   // joined to the twenty-odd rows after.
   const one = new Params();
   const all = new Params();
-  const [h, rows, [actors]] = await Promise.all([
-    head(q, f.scope),
+  const [rows, [actors]] = await Promise.all([
     q.query<Record<string, string>>(
       `WITH a AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions,
                          count(*) FILTER (WHERE r.status = 'crashed') AS crashed, count(*) FILTER (WHERE r.status = 'errored') AS errored,
@@ -198,7 +194,6 @@ async function health(q: Queryable, f: Filters) {
   const allSessions = rows.reduce((sum, r) => sum + n(r.sessions), 0);
   const allActors = n(actors?.n);
   return {
-    ...h,
     data: rows.map((r) => ({
       product: r.product!,
       product_version: r.product_version!,

@@ -4,7 +4,7 @@ import { pickLatest } from '../../domain/version-selector.js';
 import type { Queryable } from '../../storage/db.js';
 import { iso } from '../../storage/rows.js';
 import { allVersions } from '../../storage/versions.js';
-import { ACTOR, checkBuckets, FilterProps, head, rawEvents, resolveFilters, usageDaysWhere, withCompare, type Filters, type Principal } from '../filters.js';
+import { ACTOR, checkBuckets, FilterProps, rawEvents, resolveFilters, usageDaysWhere, withCompare, type Filters, type Principal } from '../filters.js';
 import { DAY_MS, isoDay, localDate, plusDays, type Ymd } from '../scope.js';
 import { actorDaysAnswer, localActorDays, localActorMonths, UTC_ZONES, wholeLocalDays } from './actor-days.js';
 import { requireAccountAnswers, seesAccounts } from '../guard.js';
@@ -44,14 +44,13 @@ export async function versionsReport(q: Queryable, principal: Principal, p: Stat
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
   const accounts = seesAccounts(principal);
-  return withCompare(f, true, (g) => versionsOf(q, g, accounts));
+  return withCompare(q, f, true, (g) => versionsOf(q, g, accounts));
 }
 
 async function versionsOf(q: Queryable, f: Filters, accounts: boolean) {
   const s = f.scope;
-  const h = await head(q, s);
   if (s.empty || !s.productId)
-    return { ...h, latest_version: null, share_on_latest: null, adoption: [], upgrade_lag: accounts ? [] : null, archived_accounts: accounts ? [] : null };
+    return { latest_version: null, share_on_latest: null, adoption: [], upgrade_lag: accounts ? [] : null, archived_accounts: accounts ? [] : null };
   const versions = await allVersions(q, s.tenantId, s.productId);
   const latest = pickLatest(versions)?.product_version ?? null;
   const sql = new Params();
@@ -112,7 +111,6 @@ async function versionsOf(q: Queryable, f: Filters, accounts: boolean) {
   const latestRow = rows.find((r) => r.part === 'latest');
   const all = Number(latestRow?.n ?? 0);
   return {
-    ...h,
     latest_version: latest,
     share_on_latest: latest === null || all === 0 ? null : Math.round((Number(latestRow!.m) / all) * 1_000_000) / 10_000,
     adoption: rows
@@ -168,19 +166,18 @@ export async function accountsOverTime(q: Queryable, principal: Principal, p: St
   requireAccountAnswers(principal);
   const f = await resolveFilters(q, principal, p, now);
   checkBuckets(f.scope);
-  return withCompare(f, p.to === undefined, (g, toNow) => accountsOf(q, g, toNow));
+  return withCompare(q, f, p.to === undefined, (g, toNow) => accountsOf(q, g, toNow));
 }
 
 /** One period's active accounts and licenses; `toNow`: the period ends now (its current day counts whole). */
 async function accountsOf(q: Queryable, f: Filters, toNow: boolean) {
   const s = f.scope;
-  const h = await head(q, s);
-  if (s.empty) return { ...h, data: [] };
+  if (s.empty) return { data: [] };
   const days = s.interval === 'hour' ? undefined : wholeLocalDays(f, toNow);
   const labels = await bucketLabels(q, f);
   if (days) {
     const counted = await accountsFromMonths(q, f, days.first, days.last, s.interval as 'day' | 'week' | 'month', labels);
-    if (counted) return { ...h, data: counted };
+    if (counted) return { data: counted };
   }
   const sql = new Params();
   // Active: had events. From the read model's actor days (each carries its account and license) when they answer.
@@ -206,7 +203,6 @@ async function accountsOf(q: Queryable, f: Filters, toNow: boolean) {
   );
   const byDate = new Map(rows.map((r) => [r.date, r]));
   return {
-    ...h,
     data: labels.map((date) => ({
       date,
       accounts: Number(byDate.get(date)?.accounts ?? 0),
