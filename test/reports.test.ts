@@ -272,6 +272,22 @@ describe('GET /v1/reports/trends', () => {
     );
   });
 
+  it('answers CSV or JSON by the Accept header’s q-values, wildcards and order', async () => {
+    const as = async (accept: string) => {
+      const res = await t.app.inject({ url: `/v1/reports/trends?${RANGE}`, headers: { authorization: `Bearer ${key}`, accept } });
+      assert.equal(res.statusCode, 200, res.body);
+      return String(res.headers['content-type']).split(';')[0];
+    };
+    assert.equal(await as('text/csv'), 'text/csv');
+    assert.equal(await as('text/*'), 'text/csv');
+    assert.equal(await as('text/csv, application/json'), 'text/csv');
+    assert.equal(await as('text/csv;q=0.5, application/json'), 'application/json');
+    assert.equal(await as('application/json, text/csv'), 'application/json');
+    assert.equal(await as('*/*'), 'application/json');
+    assert.equal(await as('text/html'), 'application/json');
+    assert.equal(await as('text/csv;q=0'), 'application/json');
+  });
+
   it('compares with the previous period of the same length', async () => {
     const body = await ok('/v1/reports/trends?from=2026-02-01&to=2026-02-03&compare=previous');
     // Now: Feb 1 (2 events), Feb 2 (3): 5 events by a1, a2, a3, a4. Before: Jan 30 (a2), Jan 31 (a1).

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 
 // CSV on every report (`Accept: text/csv`): the answer's rows, nested objects flattened into
 // dotted columns, arrays as JSON. What the JSON answer echoes (range, time zone, interval,
@@ -8,7 +9,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows are any object answer
 export type Row = { [k: string]: any };
 
-export const wants = (request: FastifyRequest, type: 'text/csv' | 'application/x-ndjson') => (request.headers.accept ?? '').toLowerCase().includes(type);
+const OFFERED = ['application/json', 'text/csv', 'application/x-ndjson'];
+/**
+ * Whether the request's Accept prefers `type` to the other answers (RFC 9110 negotiation: q-values,
+ * then the more specific range, then the header’s order); JSON for any type, no Accept, or nothing offered.
+ */
+export const wants = (request: FastifyRequest, type: 'text/csv' | 'application/x-ndjson') => new Negotiator(request).mediaType(OFFERED) === type;
 
 /** A list of ids (a drill-down, a segment's actors) as a CSV attachment. */
 export function sendCsv(reply: FastifyReply, name: string, body: string) {
