@@ -241,7 +241,7 @@ describe('funnels', () => {
     for (const [body, field] of [
       [{ ...base, steps: [A] }, 'steps'],
       [{ ...base, order: 'sideways' }, 'order'],
-      [{ ...base, exclusions: [{ ...X, from_step: 2, to_step: 2 }] }, 'exclusions/0/to_step'],
+      [{ ...base, exclusions: [{ ...X, from_step: 2, to_step: 2 }] }, 'exclusions.0.to_step'],
       [{ ...base, window: { value: 100, unit: 'day' } }, 'window'],
       [{ ...base, tz: 'Mars/Olympus' }, 'tz'],
       [{ ...base, breakdown: 'colour' }, 'breakdown'],

@@ -159,6 +159,19 @@ describe('segments', () => {
     assert.equal((await get(t.app, tenant.adminKey, `/v1/sessions/stats?${q}&segment_id=${twice}`)).statusCode, 400);
   });
 
+  it('a bad range in a definition is a 400 naming the definition’s field (its zone and version: below)', async () => {
+    const field = async (definition: object, method: 'POST' | 'PATCH' = 'POST', url = '/v1/segments') => {
+      const res = await send(tenant.adminKey, method, url, method === 'POST' ? { name: 'bad', definition } : { definition });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal(res.json().code, 'validation_error');
+      return res.json().errors.map((e: { field: string }) => e.field);
+    };
+    assert.deepEqual(await field({ range: '9999d' }), ['definition.range']);
+    assert.deepEqual(await field({ from: '2026-03-10', to: '2026-03-01' }), ['definition.from']);
+    const id = await create(range);
+    assert.deepEqual(await field({ range: '9999d' }, 'PATCH', `/v1/segments/${id}`), ['definition.range']);
+  });
+
   it('create, list, get, update, delete', async () => {
     const other = await tenantWithProduct(t.app);
     const res = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { range: '7d' } });
@@ -172,13 +185,13 @@ describe('segments', () => {
     assert.equal((await send(other.adminKey, 'DELETE', `/v1/segments/${id}`)).statusCode, 204);
     assert.equal((await get(t.app, other.adminKey, `/v1/segments/${id}`)).statusCode, 404);
     const bad = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { tz: 'Nowhere/Else' } });
-    assert.deepEqual([bad.statusCode, bad.json().errors[0].field], [400, 'tz']);
+    assert.deepEqual([bad.statusCode, bad.json().errors[0].field], [400, 'definition.tz']);
     // `latest` needs a product, as on every query: refused when saved, not first at use.
     const latest = await send(other.adminKey, 'POST', '/v1/segments', { name: 'a', definition: { version: 'latest' } });
-    assert.deepEqual([latest.statusCode, latest.json().errors?.[0].field], [400, 'version']);
+    assert.deepEqual([latest.statusCode, latest.json().errors?.[0].field], [400, 'definition.version']);
     const patchedLatest = await send(other.adminKey, 'POST', '/v1/segments', { name: 'c', definition: { range: '7d' } });
     const edit = await send(other.adminKey, 'PATCH', `/v1/segments/${patchedLatest.json().id}`, { definition: { version: 'latest' } });
-    assert.deepEqual([edit.statusCode, edit.json().errors?.[0].field], [400, 'version']);
+    assert.deepEqual([edit.statusCode, edit.json().errors?.[0].field], [400, 'definition.version']);
     assert.equal((await send(other.adminKey, 'POST', '/v1/segments', { name: 'd', definition: { product: 'app', version: 'latest' } })).statusCode, 201);
   });
 

@@ -53,7 +53,7 @@ function breakdownSql(b: string | undefined, p: Params): string {
 function validate(q: FunnelQuery, tenant: TenantPlan): void {
   (q.exclusions ?? []).forEach((x, i) => {
     if (x.from_step >= x.to_step || x.to_step > q.steps.length) {
-      throw validationError([{ field: `exclusions/${i}/to_step`, message: `from_step < to_step <= ${q.steps.length}` }]);
+      throw validationError([{ field: `exclusions.${i}.to_step`, message: `from_step < to_step <= ${q.steps.length}` }]);
     }
   });
   if (q.count_by === 'account' || q.breakdown === 'account_id' || q.breakdown === 'license_id') requireFeature(tenant, 'account_context');

@@ -1,4 +1,4 @@
-import { notFound, validationError } from '../../errors.js';
+import { AppError, notFound, validationError } from '../../errors.js';
 import type { Db, Queryable } from '../../storage/db.js';
 import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
 import { requireAccountAnswers, requireFeature, type Reader, type TenantPlan } from '../guard.js';
@@ -24,8 +24,15 @@ export interface SegmentDefinition extends ScopeParams {
 
 /** Checks a definition as a query would resolve it (time zone, range, plan): a 400 or 402/403 now, not at use. */
 export function checkDefinition(tenant: TenantPlan, def: SegmentDefinition, now: Date): void {
-  resolveRange(def, now);
-  checkLatest(def);
+  try {
+    resolveRange(def, now);
+    checkLatest(def);
+  } catch (err) {
+    // The fields are the definition's, inside the body (as the schema's own errors name them).
+    if (err instanceof AppError && err.code === 'validation_error' && err.errors)
+      throw validationError(err.errors.map((e) => ({ ...e, field: `definition.${e.field}` })));
+    throw err;
+  }
   if (def.account_id !== undefined || def.license_id !== undefined) requireFeature(tenant, 'account_context');
 }
 
