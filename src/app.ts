@@ -44,6 +44,7 @@ import { registerReadLane } from './http/plugins/read-lane.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerConsole } from './http/plugins/console.js';
 import { isCalendarDate, isRfc3339, isUuidText } from './domain/text.js';
+import { overflowUnderflows } from './domain/json-numbers.js';
 import { dataRightsRoutes } from './http/routes/data-rights.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -155,7 +156,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     try {
-      done(null, JSON.parse(body as string));
+      // An underflowing number (1e-400) is made one that overflows: rejected as 1e400 is, not stored as 0.
+      done(null, JSON.parse(overflowUnderflows(body as string)));
     } catch {
       // A batch's 400 is invalid_batch; elsewhere validation_error, with the field it names (CONTRACT.md).
       const batch = request.routeOptions.url === '/v1/events';

@@ -89,6 +89,8 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
       withProps('{"n": 18446744073709551616}'), // 2^64
       withProps('{"n": 9007199254740993}'), // 2^53 + 1 parses as 2^53
       withProps('{"ok": "x", "n": 1e400}'),
+      withProps('{"n": 1e-400}'), // underflows: parses as 0
+      withProps(`{"n": -0.${'0'.repeat(400)}1}`),
       exact,
       event(),
     ];
@@ -100,6 +102,8 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
       5: 'invalid_event',
       6: 'invalid_event',
       7: 'invalid_event',
+      8: 'invalid_event',
+      9: 'invalid_event',
     };
     const res = await postEvents(t.app, tenant.ingestKey, rawBatch(elements));
     assertRejectedAlone(res, elements.length, rejected);
@@ -112,6 +116,18 @@ describe('BAD-INPUTS hostile JSON (lines 7–13)', () => {
     // The other side: numbers that do survive the round trip are stored exactly.
     const [row] = await t.db.query<{ properties: unknown }>('SELECT properties FROM events WHERE tenant_id = $1 AND event_id = $2', [tenant.id, idOf(exact)]);
     assert.deepEqual(row!.properties, exact.properties);
+    // A zero written with an exponent is zero; the same text inside a string (after an escaped backslash or quote) is a string.
+    const zeros = withProps(String.raw`{"a": 0e-400, "b": -0.0E-999, "s": "1e-400", "t": "x\\", "u": 1e-400}`);
+    const fineEvent = event({ properties: undefined });
+    const fine = withRaw(fineEvent, String.raw`"properties": {"a": 0e-400, "b": 0.0E-999, "s": "1e-400 \"1e-400\"", "t": "x\\"}`);
+    const again = await postEvents(t.app, tenant.ingestKey, rawBatch([zeros, fine]));
+    assertRejectedAlone(again, 2, { 0: 'invalid_event' });
+    assert.match(again.json().results[0].message, /properties\.u/);
+    const [kept] = await t.db.query<{ properties: unknown }>('SELECT properties FROM events WHERE tenant_id = $1 AND event_id = $2', [
+      tenant.id,
+      idOf(fineEvent),
+    ]);
+    assert.deepEqual(kept!.properties, { a: 0, b: 0, s: '1e-400 "1e-400"', t: 'x\\' });
   });
 
   // Where each string of an element can sit, and the code its rejection carries.
