@@ -433,6 +433,76 @@ describe('accounts and licenses', () => {
     assert.equal((await get(t.app, tenant.adminKey, '/v1/accounts/sliced')).json().counts.events, 25);
   });
 
+  it('the window ends on the refresh’s day: records stamped later count when their day comes, not before', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const later = (days: number) => new Date(Date.now() + days * DAY).toISOString();
+    const e = (actor: string, timestamp: string, extra: Record<string, unknown>) => event({ actor_id: actor, timestamp, product_version: '1.0', ...extra });
+    const now = ago(3_600_000);
+    assert.equal(
+      (
+        await postEvents(t.app, tenant.ingestKey, [
+          e('a1', now, { account_id: 'acme', license_id: 'L1', name: 'click' }),
+          e('a2', later(3), { account_id: 'acme', license_id: 'L-later', name: 'save' }), // acme's, three days ahead
+          e('a3', later(10), { account_id: 'ahead', license_id: 'L-ahead', name: 'click' }), // only ahead
+        ])
+      ).statusCode,
+      200,
+    );
+    const headers = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' };
+    const exception = (id: string, occurred_at: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/events/exceptions',
+        headers,
+        payload: {
+          exception_id: id,
+          exception_type: id,
+          message: id,
+          severity: 'fatal',
+          occurred_at,
+          actor_id: 'a1',
+          product: 'app',
+          product_version: '1.0',
+          account_id: 'acme',
+        },
+      });
+    assert.equal((await exception('NowError', now)).statusCode, 200);
+    assert.equal((await exception('LaterError', later(2))).statusCode, 200);
+    await refresh();
+    const list = (await get(t.app, tenant.adminKey, '/v1/accounts')).json();
+    assert.deepEqual(
+      list.data.map((a: { account_id: string; events: number; active_actors: number; licenses: number }) => [
+        a.account_id,
+        a.events,
+        a.active_actors,
+        a.licenses,
+      ]),
+      [['acme', 1, 1, 1]],
+    );
+    const acme = (await get(t.app, tenant.adminKey, '/v1/accounts/acme')).json();
+    assert.deepEqual([acme.counts.events, acme.counts.exceptions, acme.last_seen], [1, 1, now]);
+    assert.deepEqual(
+      acme.licenses.map((l: { license_id: string }) => l.license_id),
+      ['L1'],
+    );
+    assert.deepEqual(
+      acme.recent_exceptions.map((g: { exception_type: string }) => g.exception_type),
+      ['NowError'],
+    );
+    assert.deepEqual(
+      (await get(t.app, tenant.adminKey, '/v1/accounts/acme/actors')).json().data.map((a: { actor_id: string }) => a.actor_id),
+      ['a1'],
+    );
+    assert.deepEqual(
+      (await get(t.app, tenant.adminKey, '/v1/accounts/acme/features')).json().data.map((f: { name: string }) => f.name),
+      ['click'],
+    );
+    for (const url of ['/v1/accounts/ahead', '/v1/licenses/L-ahead', '/v1/licenses/L-later'])
+      assert.equal((await get(t.app, tenant.adminKey, url)).statusCode, 404, url);
+    const c = (await get(t.app, tenant.adminKey, '/v1/accounts/coverage')).json();
+    assert.deepEqual([c.events.total, c.exceptions.total], [1, 1]);
+  });
+
   it("an unknown account or license, or another tenant's, is 404", async () => {
     const a = await fixture();
     const b = await tenantWithProduct(t.app, 'business');

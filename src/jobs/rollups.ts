@@ -1,5 +1,6 @@
 import { LOCKS, type LockedSession, type ScriptStatement } from '../storage/db.js';
 import { compactDay, compactionDue, mergeMonthsStep, settleDays } from '../storage/read-model/compact.js';
+import { WINDOW_DAYS } from '../storage/read-model/tables.js';
 import {
   dirtyTenants,
   foldStep,
@@ -15,7 +16,6 @@ import {
 } from '../storage/rollups.js';
 import type { Job } from './runner.js';
 
-export const WINDOW_DAYS = 30;
 const COMPACT_PER_RUN = 64;
 /** How often a run ends with VACUUM (ANALYZE) of the read model's tables (and ANALYZE of events). */
 export const VACUUM_EVERY_MS = 10 * 60_000;

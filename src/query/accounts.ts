@@ -18,6 +18,7 @@ import {
   type Snapshot,
 } from '../storage/accounts.js';
 import { coverage } from '../storage/coverage.js';
+import { WINDOW_DAYS } from '../storage/read-model/tables.js';
 import { exceptionGroupsPage, exceptionGroupsQuery } from './exceptions.js';
 import { cursorKey, pageOf } from './page.js';
 
@@ -35,6 +36,11 @@ export interface PageParams {
 const freshnessOf = (r: RollupInfo | undefined) => ({ refreshed_at: r?.refreshed_at ?? null, window_days: 30 as const, window_start: r?.window_start ?? null });
 const freshness = async (db: Db, tenantId: string) => freshnessOf(await rollupInfo(db, tenantId));
 const windowOf = (f: { window_start: string | null }) => f.window_start ?? NO_WINDOW;
+/** The window's instants: from its first UTC midnight to the midnight after its last day (the refresh's). */
+const windowBounds = (start: string) =>
+  start === NO_WINDOW
+    ? { since: `${NO_WINDOW}T00:00:00Z` }
+    : { since: `${start}T00:00:00Z`, until: new Date(Date.parse(`${start}T00:00:00Z`) + WINDOW_DAYS * 86_400_000).toISOString() };
 
 /** A known account or license (seen in the window at the last refresh); otherwise 404, for another tenant's too. */
 async function scoped<K extends Kind>(db: Db, tenantId: string, kind: K, id: string) {
@@ -96,7 +102,7 @@ export async function accountOverview(db: Db, tenantId: string, accountId: strin
     products: detail.products,
     versions: detail.versions,
     licenses: detail.counterparts.map(({ id, ...r }) => ({ license_id: id, ...r })),
-    recent_exceptions: (await exceptionGroupsPage(db, tenantId, { account_id: accountId, since: `${scope.windowStart}T00:00:00Z`, limit: 5 })).data,
+    recent_exceptions: (await exceptionGroupsPage(db, tenantId, { account_id: accountId, ...windowBounds(scope.windowStart), limit: 5 })).data,
   };
 }
 

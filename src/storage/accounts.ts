@@ -1,6 +1,6 @@
 import type { Queryable } from './db.js';
 import { iso } from './rows.js';
-import { monthsSince, monthsSinceSql } from './read-model/tables.js';
+import { inWindowSql, windowMonths, windowMonthsSql } from './read-model/tables.js';
 
 // Reads for the account and license endpoints: snapshots for lists, the read model within the
 // tenant's window for one account or license. Every function takes the tenant first.
@@ -102,7 +102,7 @@ function detailOf(d: unknown): Detail | null {
 }
 
 type Scope = { tenantId: string; kind: 'account_id' | 'license_id'; id: string; windowStart: string };
-const where = (s: Scope) => `tenant_id = $1 AND ${s.kind} = $2 AND day >= $3::date`;
+const where = (s: Scope) => `tenant_id = $1 AND ${s.kind} = $2 AND ${inWindowSql('day', '$3')}`;
 const args = (s: Scope) => [s.tenantId, s.id, s.windowStart];
 
 // All from the read model (storage/read-model): rm_usage_days for counts by account, license,
@@ -192,13 +192,13 @@ export async function actorsOf(q: Queryable, s: Scope, after: string | undefined
   const rows = await q.query(
     `WITH page AS (
        SELECT DISTINCT actor_id FROM rm_actor_months
-        WHERE tenant_id = $1 AND ${s.kind} = $2 AND ${monthsSinceSql('$6', '$7')} AND ($4::text IS NULL OR actor_id > $4)
+        WHERE tenant_id = $1 AND ${s.kind} = $2 AND ${windowMonthsSql('$6', '$7', '$8', '$9')} AND ($4::text IS NULL OR actor_id > $4)
         ORDER BY actor_id LIMIT $5)
      SELECT d.actor_id, sum(d.events) AS events, min(d.first_seen) AS first_seen, max(d.last_seen) AS last_seen
        FROM rm_actor_days d JOIN page p ON p.actor_id = d.actor_id
-      WHERE d.tenant_id = $1 AND d.${s.kind} = $2 AND d.day >= $3::date AND d.events > 0
+      WHERE d.tenant_id = $1 AND d.${s.kind} = $2 AND ${inWindowSql('d.day', '$3')} AND d.events > 0
       GROUP BY d.actor_id ORDER BY d.actor_id`,
-    [...args(s), after ?? null, limit, ...monthsSince(s.windowStart)],
+    [...args(s), after ?? null, limit, ...windowMonths(s.windowStart)],
   );
   return rows.map((r) => ({ actor_id: r.actor_id as string, events: num(r.events), first_seen: iso(r.first_seen), last_seen: iso(r.last_seen) }));
 }

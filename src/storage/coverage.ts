@@ -1,7 +1,7 @@
 import { NO_WINDOW, type RollupInfo } from './accounts.js';
 import type { Queryable, ScriptStatement } from './db.js';
 import { iso } from './rows.js';
-import { monthsSince, monthsSinceSql } from './read-model/tables.js';
+import { inWindowSql, windowMonths, windowMonthsSql } from './read-model/tables.js';
 
 // /v1/accounts/coverage: how much of what arrives carries account and license context, where the
 // rest comes from, and license ids that do not look like per-contract identifiers. Built at each
@@ -12,7 +12,7 @@ export const PER_ACCOUNT_LICENSE_LIMIT = 50;
 const MEASURES = ['events', 'sessions', 'exceptions'] as const;
 
 /** The coverage facts of the window (UTC days from `$window`), as one jsonb value, from the read model and the snapshots. */
-function factsSql(tenant: string, window: string, month: string, mask: string): string {
+function factsSql(tenant: string, window: string, months: [string, string, string, string]): string {
   const sums = MEASURES.map(
     (m) => `coalesce(sum(${m}), 0) AS ${m}, coalesce(sum(${m}) FILTER (WHERE account_id <> ''), 0) AS ${m}_a,
             coalesce(sum(${m}) FILTER (WHERE license_id <> ''), 0) AS ${m}_l`,
@@ -29,9 +29,9 @@ function factsSql(tenant: string, window: string, month: string, mask: string): 
        SELECT product_id, product_version, ${sums},
               coalesce(sum(events) FILTER (WHERE account_id = ''), 0) AS missing_account,
               coalesce(sum(events) FILTER (WHERE license_id = ''), 0) AS missing_license
-         FROM rm_usage_days WHERE tenant_id = ${tenant} AND day >= ${window}::date GROUP BY 1, 2),
+         FROM rm_usage_days WHERE tenant_id = ${tenant} AND ${inWindowSql('day', window)} GROUP BY 1, 2),
      m AS MATERIALIZED (
-       SELECT license_id, actor_id FROM rm_actor_months WHERE tenant_id = ${tenant} AND license_id <> '' AND ${monthsSinceSql(month, mask)})
+       SELECT license_id, actor_id FROM rm_actor_months WHERE tenant_id = ${tenant} AND license_id <> '' AND ${windowMonthsSql(...months)})
      SELECT jsonb_build_object(
        'shares', (SELECT jsonb_build_object(${MEASURES.map((m) => `'${m}', jsonb_build_array(coalesce(sum(${m}), 0), coalesce(sum(${m}_a), 0), coalesce(sum(${m}_l), 0))`).join(', ')}) FROM g),
        'missing', (SELECT coalesce(jsonb_agg(jsonb_build_array(slug, product_version, events, missing_account, missing_license)
@@ -52,9 +52,9 @@ function factsSql(tenant: string, window: string, month: string, mask: string): 
 export function refreshCoverage(tenantId: string, now: Date, windowStart: string): ScriptStatement {
   return {
     sql: `INSERT INTO tenant_rollups (tenant_id, refreshed_at, window_start, coverage)
-     SELECT $1, $2, $3::date, f.coverage FROM (${factsSql('$1', '$3', '$4', '$5')}) f
+     SELECT $1, $2, $3::date, f.coverage FROM (${factsSql('$1', '$3', ['$4', '$5', '$6', '$7'])}) f
      ON CONFLICT (tenant_id) DO UPDATE SET refreshed_at = excluded.refreshed_at, window_start = excluded.window_start, coverage = excluded.coverage`,
-    params: [tenantId, now, windowStart, ...monthsSince(windowStart)],
+    params: [tenantId, now, windowStart, ...windowMonths(windowStart)],
   };
 }
 
@@ -84,7 +84,8 @@ export async function coverage(q: Queryable, tenantId: string) {
   const info: RollupInfo | undefined = row && { refreshed_at: iso(row.refreshed_at)!, window_start: row.window_start };
   const windowStart = row?.window_start ?? NO_WINDOW;
   const facts =
-    row?.coverage ?? (await q.query<{ coverage: Facts }>(factsSql('$1', '$2', '$3', '$4'), [tenantId, windowStart, ...monthsSince(windowStart)]))[0]!.coverage;
+    row?.coverage ??
+    (await q.query<{ coverage: Facts }>(factsSql('$1', '$2', ['$3', '$4', '$5', '$6']), [tenantId, windowStart, ...windowMonths(windowStart)]))[0]!.coverage;
   const share = (m: (typeof MEASURES)[number]) => {
     const [total, withAccount, withLicense] = facts.shares[m].map(num) as [number, number, number];
     return { total, with_account: withAccount, with_license: withLicense, account_pct: pct(withAccount, total), license_pct: pct(withLicense, total) };

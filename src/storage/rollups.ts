@@ -1,7 +1,7 @@
 import { refreshCoverage } from './coverage.js';
 import type { Queryable, ScriptStatement } from './db.js';
 import { foldStatements } from './read-model/fold.js';
-import { DERIVED_TABLES } from './read-model/tables.js';
+import { DERIVED_TABLES, inWindowSql } from './read-model/tables.js';
 
 // The rollup job's SQL, its transactions as scripts (script.mjs): foldStep, a slice of the rows
 // written since the last one into the read model (which transaction ids it folds, exactly once);
@@ -222,9 +222,9 @@ export function refreshTenant(tenantId: string, windowStart: string, now: Date, 
          FROM (SELECT ${key} AS k, sum(events) AS events, sum(sessions) AS sessions, sum(exceptions) AS exceptions,
                       count(DISTINCT ${other}) FILTER (WHERE events > 0 AND ${other} <> '') AS others,
                       count(DISTINCT product_id) FILTER (WHERE events > 0) AS products, min(first_seen) AS first_seen, max(last_seen) AS last_seen
-                 FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY 1) u
+                 FROM rm_usage_days WHERE tenant_id = $1 AND ${inWindowSql('day', '$2')} AND ${key} <> '' GROUP BY 1) u
          LEFT JOIN (SELECT k, count(*) AS actors FROM (SELECT DISTINCT ${key} AS k, actor_id FROM rm_actor_days
-                     WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' AND events > 0) x GROUP BY 1) a ON a.k = u.k
+                     WHERE tenant_id = $1 AND ${inWindowSql('day', '$2')} AND ${key} <> '' AND events > 0) x GROUP BY 1) a ON a.k = u.k
         WHERE u.events <> 0 OR u.sessions <> 0 OR u.exceptions <> 0`,
       params: [tenantId, windowStart],
     });
@@ -257,14 +257,14 @@ function refreshDetail(table: 'ru_accounts' | 'ru_licenses', key: Kind, other: K
   const license = key === 'license_id';
   return {
     sql: `WITH big AS MATERIALIZED (
-       SELECT ${key} AS k FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND ${key} <> '' GROUP BY 1 HAVING count(*) >= $4),
+       SELECT ${key} AS k FROM rm_usage_days WHERE tenant_id = $1 AND ${inWindowSql('day', '$2')} AND ${key} <> '' GROUP BY 1 HAVING count(*) >= $4),
      u AS MATERIALIZED (
        SELECT ${key} AS k, ${other} AS o, product_id, product_version AS v, day, sum(events) AS events, sum(sessions) AS sessions,
               sum(exceptions) AS exceptions, min(first_seen) AS fs, max(last_seen) AS ls
-         FROM rm_usage_days WHERE tenant_id = $1 AND day >= $2::date AND ${key} IN (SELECT k FROM big) GROUP BY 1, 2, 3, 4, 5),
+         FROM rm_usage_days WHERE tenant_id = $1 AND ${inWindowSql('day', '$2')} AND ${key} IN (SELECT k FROM big) GROUP BY 1, 2, 3, 4, 5),
      pairs AS (SELECT k, o, count(*) AS actors
                  FROM (SELECT DISTINCT ${key} AS k, ${other} AS o, actor_id FROM rm_actor_days
-                        WHERE tenant_id = $1 AND day >= $2::date AND ${key} IN (SELECT k FROM big) AND ${other} <> '' AND events > 0) x GROUP BY 1, 2),
+                        WHERE tenant_id = $1 AND ${inWindowSql('day', '$2')} AND ${key} IN (SELECT k FROM big) AND ${other} <> '' AND events > 0) x GROUP BY 1, 2),
      prod AS (SELECT x.k, jsonb_agg(jsonb_build_object('product', p.slug, 'product_id', x.product_id, 'events', x.events, 'sessions', x.sessions)
                                     ORDER BY x.events DESC, p.slug) AS j
                 FROM (SELECT k, product_id, sum(events) AS events, sum(sessions) AS sessions FROM u GROUP BY 1, 2 HAVING sum(events) > 0) x

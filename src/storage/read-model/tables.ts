@@ -21,14 +21,28 @@ export const MONTH_KEY = ['tenant_id', 'month', 'actor_id', 'product_id', 'accou
 /** rm_actor_months' stored OR of its hour columns (migration 170): the UTC days of the month the actor was active on. */
 export const MONTH_DAYS = 'days';
 
+/** The accounts' window: WINDOW_DAYS UTC days from window_start to the refresh's day, both included (docs/accounts.md). */
+export const WINDOW_DAYS = 30;
+
+/** SQL: a date column inside the window that starts on `windowStart` (a date parameter). */
+export const inWindowSql = (column: string, windowStart: string) => `${column} >= ${windowStart}::date AND ${column} < ${windowStart}::date + ${WINDOW_DAYS}`;
+
 /**
- * rm_actor_months rows (columns `month`, `days`) with a day of events on or after `windowStart` (a
- * UTC date): its month from that day on, later months whole. SQL over two parameters, `$month` the
- * window's month and `$mask` the days it keeps of it; `monthsSince(windowStart)` gives their values.
+ * rm_actor_months rows (columns `month`, `days`) with a day of events in the window: its first
+ * month from the window's first day on, its last month up to its last day, months between whole.
+ * SQL over four parameters, the window's first and last month and the days it keeps of each;
+ * `windowMonths(windowStart)` gives their values.
  */
-export const monthsSinceSql = (month: string, mask: string) =>
-  `month >= ${month}::date AND ${MONTH_DAYS} & (CASE WHEN month = ${month}::date THEN ${mask}::int ELSE -1 END) <> 0`;
-export const monthsSince = (windowStart: string): [month: string, mask: number] => [
-  `${windowStart.slice(0, 8)}01`,
-  ~((1 << (Number(windowStart.slice(8, 10)) - 1)) - 1),
-];
+export const windowMonthsSql = (first: string, firstMask: string, last: string, lastMask: string) =>
+  `month >= ${first}::date AND month <= ${last}::date AND ${MONTH_DAYS} & (CASE WHEN month = ${first}::date THEN ${firstMask}::int ELSE -1 END) & (CASE WHEN month = ${last}::date THEN ${lastMask}::int ELSE -1 END) <> 0`;
+export function windowMonths(windowStart: string): [first: string, firstMask: number, last: string, lastMask: number] {
+  // No refresh yet: the window starts on 9999-12-31 and holds nothing; its end stays in year 9999.
+  const end = windowStart.startsWith('9999-12')
+    ? '9999-12-31'
+    : new Date(Date.parse(`${windowStart}T00:00:00Z`) + (WINDOW_DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
+  const day = (d: string) => Number(d.slice(8, 10));
+  // Bits from the first day's on; bits up to the last day's (bit 31, the sign: day 32, never set).
+  const from = ~((1 << (day(windowStart) - 1)) - 1);
+  const upTo = day(end) === 31 ? -1 : (1 << day(end)) - 1;
+  return [`${windowStart.slice(0, 8)}01`, from, `${end.slice(0, 8)}01`, upTo];
+}
