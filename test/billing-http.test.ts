@@ -155,6 +155,33 @@ describe('billing over HTTP', () => {
     assert.equal((await postEvents(t.app, tenant.ingestKey, [event()])).statusCode, 200);
   });
 
+  it('an upgrade from the cancelled block accepts at once: it takes the subscription up again; a move down does not', async () => {
+    const tenant = await tenantWithProduct(t.app, 'pro');
+    await admin('POST', `/admin/v1/tenants/${tenant.id}/subscription/cancel`);
+    advance(169 * HOUR);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event()])).statusCode, 402);
+    const down = (await admin('PATCH', `/admin/v1/tenants/${tenant.id}`, { plan: 'starter' })).json();
+    assert.deepEqual([down.billing_state, down.block_reason, down.subscription_status], ['blocked', 'subscription_cancelled', 'cancelled']);
+    const up = (await admin('PATCH', `/admin/v1/tenants/${tenant.id}`, { plan: 'business' })).json();
+    assert.deepEqual([up.billing_state, up.subscription_status, up.cancelled_at], ['accepting', 'active', null]);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event()])).statusCode, 200);
+  });
+
+  it('a tenant moved onto trial gets the trial’s end, 21 days from its creation, and then 402 trial_expired', async () => {
+    const tenant = await tenantWithProduct(t.app, 'pro');
+    const created = Date.parse((await tenantInfo(tenant.id)).created_at);
+    advance(10 * 24 * HOUR);
+    const moved = (await admin('PATCH', `/admin/v1/tenants/${tenant.id}`, { plan: 'trial' })).json();
+    assert.equal(moved.trial_ends_at, new Date(created + 21 * 24 * HOUR).toISOString());
+    assert.equal(moved.billing_state, 'accepting');
+    now = new Date(created + 21 * 24 * HOUR + 1000);
+    const res = await postEvents(t.app, tenant.ingestKey, [event()]);
+    assert.deepEqual([res.statusCode, res.json().reason], [402, 'trial_expired']);
+    // Off the trial and back: its end stays what it was.
+    await admin('PATCH', `/admin/v1/tenants/${tenant.id}`, { plan: 'starter' });
+    assert.equal((await admin('PATCH', `/admin/v1/tenants/${tenant.id}`, { plan: 'trial' })).json().trial_ends_at, moved.trial_ends_at);
+  });
+
   it('counts accepted events only: duplicates and rejections are not charged', async () => {
     const tenant = await tenantWithProduct(t.app, 'business');
     const batch = [event(), event(), event({ product: 'ghost' })];

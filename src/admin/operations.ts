@@ -3,7 +3,7 @@ import { isUuidText } from '../domain/text.js';
 import { billableOverage, type BillingSettings } from '../domain/billing.js';
 import { tenantBilling } from '../storage/billing-state.js';
 import { PERMISSIONS, type Permission } from '../domain/keys.js';
-import { ACCOUNT_PLANS, type PlanName, type Plans } from '../domain/plans.js';
+import { ACCOUNT_PLANS, PLAN_NAMES, type PlanName, type Plans } from '../domain/plans.js';
 import type { Db } from '../storage/db.js';
 import { decodeCursor, encodeCursor } from '../domain/cursor.js';
 import {
@@ -118,11 +118,20 @@ export async function patchTenant(
   // moves onto one from a plan without them takes that default, so an upgrade shows the data that
   // was kept. An operator's "off" on such a plan, or a setting in the same call, stays.
   const gainsAccountViews = patch.plan !== undefined && ACCOUNT_PLANS.includes(patch.plan) && !ACCOUNT_PLANS.includes(current.plan);
+  // An upgrade to a paid plan takes a blocked tenant to accepting at once (SPEC.md's billing
+  // states): a cancelled subscription is taken up again by it, as a reactivation would.
+  const upgrade = patch.plan !== undefined && patch.plan !== 'trial' && PLAN_NAMES.indexOf(patch.plan) > PLAN_NAMES.indexOf(current.plan);
+  const resumes = upgrade && current.subscription_status === 'cancelled';
+  // The trial is 21 days (TRIAL_DAYS) from the tenant's creation (CONTRACT.md), also for a tenant
+  // moved onto it later; one that had a trial keeps its end.
+  const trialEnd = patch.plan === 'trial' && current.trial_ends_at === null ? new Date(Date.parse(current.created_at) + deps.trialDays * 86_400_000) : undefined;
   // Only the settable fields are passed on, whatever else the caller's object holds.
   const t = await updateTenant(deps.db, id, {
     plan: patch.plan,
     account_context_enabled: patch.account_context_enabled ?? (gainsAccountViews ? true : undefined),
     event_retention_days: patch.event_retention_days,
+    ...(trialEnd && { trial_ends_at: trialEnd }),
+    ...(resumes && { subscription_status: 'active' as const, cancelled_at: null }),
   });
   return tenantView(deps, t!);
 }
