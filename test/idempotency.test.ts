@@ -78,6 +78,26 @@ describe('idempotency', () => {
     assert.equal(await countStored(t.db, tenant.id), 1);
   });
 
+  it('BAD-INPUTS 28: a later copy that a tenant rule would refuse (unknown product) is a duplicate of the admitted copy, as in a later batch', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const e = event();
+    const unknown = { ...e, product: 'nope' };
+    const res = await postEvents(t.app, tenant.ingestKey, [e, unknown]);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json().results[1], { index: 1, event_id: e.event_id, status: 'accepted', duplicate: true });
+    // The same copy in a batch of its own answers alike; an unknown product before the admitted copy is its own event, refused.
+    assert.deepEqual((await postEvents(t.app, tenant.ingestKey, [unknown])).json().results[0].duplicate, true);
+    const f = event();
+    const first = await postEvents(t.app, tenant.ingestKey, [{ ...f, product: 'nope' }, f]);
+    assert.deepEqual(
+      first.json().results.map((r: { status: string; reason?: string }) => r.reason ?? r.status),
+      ['UNRECOGNIZED_PRODUCT', 'accepted'],
+    );
+    const dead = await t.app.inject({ url: '/v1/invalid-events', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    assert.equal(dead.json().data.length, 1, 'a dead letter for the refused first copy only');
+    assert.equal(await countStored(t.db, tenant.id), 2);
+  });
+
   it('BAD-INPUTS 29: two identical batches at the same moment both succeed and make one row each', async () => {
     const tenant = await tenantWithProduct(t.app);
     const batch = Array.from({ length: 200 }, () => event());

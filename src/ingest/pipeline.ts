@@ -78,7 +78,7 @@ export function createEventIngest(db: Db, log: IngestLog): EventIngest {
     const versions = checkVersions(values(allowed), catalog.versionStatuses);
     const admitted = judged.all(allowed, versions.verdicts); // UNREGISTERED_VERSION, or registration
     const { unique, duplicates } = dedupeBatch(admitted);
-    for (const index of await storedAmongRuled(db, input.tenantId, judged, withLicense)) duplicates.add(index);
+    for (const index of await storedAmongRuled(db, input.tenantId, judged, withLicense, admitted)) duplicates.add(index);
 
     const inserted = await writeBatch(db, signs, {
       tenantId: input.tenantId,
@@ -110,22 +110,37 @@ const RULED: ReadonlySet<RejectionCode> = new Set<RejectionCode>(['UNRECOGNIZED_
  * An event refused by a rule of the tenant's that may have changed since (a version archived under
  * strict mode, a product deleted, an allowlist) but already stored under its id is a client's
  * retry of an accepted event: it stays accepted, a duplicate, and no dead letter is kept for it
- * (CONTRACT.md: a retry never turns a 200 into a 207; each event is judged once). The store is
- * asked only when such a rejection happened, so a batch the rules admit costs no extra statement.
- * Returns those indexes, taken out of the rejections.
+ * (CONTRACT.md: a retry never turns a 200 into a 207; each event is judged once). So is a later
+ * copy in the same batch of an id an earlier element was admitted under (BAD-INPUTS.md: a
+ * duplicated event_id in one batch is reported consistently): as if the copies came one batch
+ * after the other. The store is asked only when such a rejection happened, so a batch the rules
+ * admit costs no extra statement. Returns those indexes, taken out of the rejections.
  */
-async function storedAmongRuled(db: Db, tenantId: string, judged: Judgement, checked: readonly Pending<{ event_id: string }>[]): Promise<number[]> {
+async function storedAmongRuled(
+  db: Db,
+  tenantId: string,
+  judged: Judgement,
+  checked: readonly Pending<{ event_id: string }>[],
+  admitted: readonly Pending<{ event_id: string }>[],
+): Promise<number[]> {
   const ruled = checked.filter((p) => {
     const rejection = judged.rejections.get(p.index);
     return rejection !== undefined && RULED.has(rejection.reason);
   });
   if (ruled.length === 0) return [];
-  const stored = await storedEventIds(
-    db,
-    tenantId,
-    ruled.map((p) => p.value.event_id),
-  );
-  const retried = ruled.filter((p) => stored.has(p.value.event_id)).map((p) => p.index);
+  const firstAdmitted = new Map<string, number>();
+  for (const p of admitted) if (!firstAdmitted.has(p.value.event_id)) firstAdmitted.set(p.value.event_id, p.index);
+  const earlier = (p: Pending<{ event_id: string }>) => (firstAdmitted.get(p.value.event_id) ?? Infinity) < p.index;
+  const ask = ruled.filter((p) => !earlier(p));
+  const stored =
+    ask.length === 0
+      ? new Set<string>()
+      : await storedEventIds(
+          db,
+          tenantId,
+          ask.map((p) => p.value.event_id),
+        );
+  const retried = ruled.filter((p) => earlier(p) || stored.has(p.value.event_id)).map((p) => p.index);
   for (const index of retried) judged.rejections.delete(index);
   return retried;
 }
