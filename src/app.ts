@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
@@ -84,21 +86,50 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
-/** A request Node could not read whole (timed out, malformed): problem+json like every other error, then close. */
-function answerClientError(err: Error, socket: import('node:net').Socket): void {
+/** Each connection's request in flight, with its response (Node answers a connection's requests one at a time). */
+const inFlight = new WeakMap<Socket, { req: IncomingMessage; res: ServerResponse }>();
+
+function trackRequests(server: Server): void {
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    inFlight.set(socket, { req, res });
+    res.once('close', () => {
+      if (inFlight.get(socket)?.req === req) inFlight.delete(socket);
+    });
+  });
+}
+
+/**
+ * A request Node could not read whole (timed out, malformed): problem+json like every other error,
+ * then close. A batch whose body broke off on the wire is `invalid_batch`, as a body cut short
+ * inside its JSON is (BAD-INPUTS.md, line 1). Bytes that break after a whole request (a pipelined
+ * request that cannot be parsed) are answered after that request's own answer, never in its place.
+ */
+function answerClientError(err: Error, socket: Socket): void {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable) {
     socket.destroy();
     return;
   }
   const timeout = code === 'ERR_HTTP_REQUEST_TIMEOUT';
-  const [status, title, problem] = timeout ? [408, 'Request Timeout', 'request_timeout'] : [400, 'Bad Request', 'invalid_request'];
+  const current = inFlight.get(socket);
+  if (current && current.req.complete && !timeout && !current.res.writableFinished) {
+    current.res.once('close', () => answerClientError(err, socket));
+    return;
+  }
+  const broken = current && !current.req.complete ? current.req : undefined;
+  const batch = broken?.method === 'POST' && broken.url?.split('?')[0] === '/v1/events';
+  const [status, title, problem] = timeout
+    ? [408, 'Request Timeout', 'request_timeout']
+    : batch
+      ? [400, 'Bad Request', 'invalid_batch']
+      : [400, 'Bad Request', 'invalid_request'];
   const body = JSON.stringify({
     type: `https://tally.dev/errors/${problem}`,
     title,
     status,
     code: problem,
-    detail: timeout ? 'the request did not arrive in time' : 'the request could not be parsed',
+    detail: timeout ? 'the request did not arrive in time' : batch ? 'the batch did not arrive whole' : 'the request could not be parsed',
   });
   // The request's path is not known for sure here, so the CORS headers every ingestion route's
   // errors carry (CONTRACT.md) go on all of these: a browser then sees the status. Keys are bearer
@@ -120,14 +151,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // after 75 s. Node's own headersTimeout (60 s) would otherwise win over requestTimeout, and it
     // only looks for expired requests every 30 s.
     requestTimeout,
-    http: { headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1_000, requestTimeout) },
+    // Headers up to 64 KiB (Node's default is 16 KiB): an X-Environment-Data header of up to 16 KB
+    // decoded (about 22 KB of base64) must reach the server to be ignored or kept, never refuse the
+    // batch it came with (CONTRACT.md). HTTP/1.1 without Host is answered as any request, not by
+    // Node's bare 400.
+    http: { headersTimeout: requestTimeout, connectionsCheckingInterval: Math.min(1_000, requestTimeout), maxHeaderSize: 64 * 1024, requireHostHeader: false },
     clientErrorHandler: answerClientError,
     // Account and license ids are up to 256 characters, up to 12 bytes each once percent-encoded.
     routerOptions: { maxParamLength: 3072 },
     // The router's own refusals (a path that is not valid UTF-8) in the same problem+json as the rest.
+    // The router's own refusals, decided before the key is read: the path is not echoed (it may be kilobytes).
     frameworkErrors: (err, _request, reply) => {
-      const badUrl = err.code === 'FST_ERR_BAD_URL';
-      sendProblem(reply, 400, badUrl ? 'invalid_request' : 'validation_error', badUrl ? 'the path is not valid percent-encoded UTF-8' : err.message);
+      if (err.code === 'FST_ERR_BAD_URL') return sendProblem(reply, 400, 'invalid_request', 'the path is not valid percent-encoded UTF-8');
+      const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 3,072 characters' : 'the path cannot be routed';
+      return sendProblem(reply, 400, 'validation_error', `path: ${message}`, { errors: [{ field: 'path', message }] });
     },
     connectionTimeout: 75_000,
     keepAliveTimeout: 72_000,
@@ -209,6 +246,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerErrorHandling(app);
   registerClosingRefusal(app);
   registerDeferredContinue(app);
+  trackRequests(app.server);
   registerInputGuard(app);
   registerReadLane(app);
   await registerOverloadProtection(app, ctx);

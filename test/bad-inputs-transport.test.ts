@@ -461,3 +461,98 @@ describe('Expect: 100-continue (CONTRACT.md "Browser clients": 401 and 402 from 
     await assertNothingStored(tenant.id);
   });
 });
+
+describe('framing over a real socket: what a client sends that Node reads before Fastify', () => {
+  let wire: TestApp;
+  let port: number;
+  before(async () => {
+    wire = await startTestApp({ db: t.db });
+    await wire.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (wire.app.server.address() as AddressInfo).port;
+  });
+  after(async () => wire.close());
+
+  /** Writes `raw` (then half-closes when `end`), and collects every byte the server writes until it closes, or 5 s. */
+  function exchange(raw: string, end = false): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let received = '';
+      const timer = setTimeout(() => socket.destroy(), 5_000);
+      socket.on('error', () => undefined);
+      socket.on('data', (d) => (received += d.toString('latin1')));
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve(received);
+      });
+      socket.write(raw, () => (end ? socket.end() : undefined));
+    });
+  }
+  const post = (key: string, body: string, headers = '', declared = Buffer.byteLength(body)) =>
+    `POST /v1/events HTTP/1.1\r\nHost: tally\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n${headers}Connection: close\r\n\r\n${body}`;
+  /** The answers in the order written, each [status, its problem's code or '']: bodies are read by Content-Length. */
+  function answers(received: string): [number, string][] {
+    const out: [number, string][] = [];
+    let at = 0;
+    while (received.startsWith('HTTP/1.1 ', at)) {
+      const head = received.indexOf('\r\n\r\n', at);
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(received.slice(at, head))?.[1] ?? 0);
+      const body = received.slice(head + 4, head + 4 + length);
+      out.push([Number(received.slice(at + 9, at + 12)), body.startsWith('{') ? (JSON.parse(body).code ?? '') : '']);
+      at = head + 4 + length;
+    }
+    return out;
+  }
+
+  it('BAD-INPUTS 1: a batch whose body breaks off on the wire (fewer bytes than Content-Length) is 400 invalid_batch; nothing stored', async () => {
+    const tenant = await tenantWithProduct(wire.app);
+    const body = JSON.stringify([event()]);
+    assert.deepEqual(answers(await exchange(post(tenant.ingestKey, body, '', Buffer.byteLength(body) + 10), true)), [[400, 'invalid_batch']]);
+    await assertNothingStored(tenant.id);
+  });
+
+  it('a whole batch followed on the connection by bytes that are no request: the batch’s 200 comes first, then the 400', async () => {
+    const tenant = await tenantWithProduct(wire.app);
+    const raw = post(tenant.ingestKey, JSON.stringify([event()])).replace('Connection: close\r\n', '') + 'GARBAGE\r\n\r\n';
+    assert.deepEqual(answers(await exchange(raw)), [
+      [200, ''],
+      [400, 'invalid_request'],
+    ]);
+    assert.equal(await countStored(t.db, tenant.id), 1);
+  });
+
+  it('an expectation other than 100-continue is ignored: the batch is answered as without it', async () => {
+    const tenant = await tenantWithProduct(wire.app);
+    assert.deepEqual(answers(await exchange(post(tenant.ingestKey, JSON.stringify([event()]), 'Expect: fancy\r\n'))), [[200, '']]);
+    assert.equal(await countStored(t.db, tenant.id), 1);
+  });
+
+  it('HTTP/1.1 without Host is answered as any request (401 problem+json), not by a bare 400', async () => {
+    assert.deepEqual(answers(await exchange('GET /v1/invalid-events HTTP/1.1\r\nConnection: close\r\n\r\n')), [[401, 'unauthorized']]);
+  });
+
+  it('a large X-Environment-Data header never refuses the batch: up to 16 KB decoded it is kept, past that ignored', async () => {
+    const tenant = await tenantWithProduct(wire.app);
+    const env = (bytes: number) => Buffer.from(JSON.stringify({ os_name: 'Linux', pad: 'x'.repeat(bytes) })).toString('base64');
+    for (const size of [14_000, 20_000]) {
+      const res = answers(await exchange(post(tenant.ingestKey, JSON.stringify([event()]), `X-Environment-Data: ${env(size)}\r\n`)));
+      assert.deepEqual(res, [[200, '']], `${size} bytes`);
+    }
+    assert.equal(await countStored(t.db, tenant.id), 2);
+    const kept = await t.db.query<{ pad: number }>("SELECT length(data->>'pad') AS pad FROM environments WHERE tenant_id = $1", [tenant.id]);
+    assert.deepEqual(
+      kept.map((r) => Number(r.pad)),
+      [14_000],
+    );
+  });
+
+  it('a path parameter past 3,072 characters: 400 validation_error naming the path, without echoing it', async () => {
+    const received = await exchange(`GET /v1/products/${'a'.repeat(3073)} HTTP/1.1\r\nHost: tally\r\nConnection: close\r\n\r\n`);
+    assert.deepEqual(answers(received), [[400, 'validation_error']]);
+    const problem = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4));
+    assert.deepEqual(
+      problem.errors.map((e: { field: string }) => e.field),
+      ['path'],
+    );
+    assert.ok(received.length < 1_000, `${received.length} bytes`);
+  });
+});

@@ -47,6 +47,13 @@ describe('OpenAPI document', () => {
     assert.match(JSON.stringify(doc.paths['/v1/events']), /#\/components\/schemas\/EventBatch/);
   });
 
+  it('every route that reads a JSON body declares the 400 of a body that is not JSON and the 413 of one over 1 MB', () => {
+    for (const path of ['/v1/events', '/v1/events/sessions', '/v1/events/sessions/end', '/v1/events/exceptions', '/v1/actors/identify']) {
+      const statuses = Object.keys(doc.paths[path]!.post!.responses);
+      for (const status of ['400', '413']) assert.ok(statuses.includes(status), `${path}: ${statuses.join(', ')}`);
+    }
+  });
+
   it('openapi-typescript generates types from it, and a typed call type-checks (a wrong one does not)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tally-openapi-'));
     try {

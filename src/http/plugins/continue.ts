@@ -18,6 +18,9 @@ export function registerDeferredContinue(app: FastifyInstance): void {
     expecting.add(req);
     app.server.emit('request', req, res);
   });
+  // Any other expectation is ignored (RFC 9110 allows, not requires, a 417) and the request is
+  // answered as it would be without it; Node's own 417 has no body, no problem+json and no CORS.
+  app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => app.server.emit('request', req, res));
   app.addHook('preParsing', async (request, reply) => {
     if (!expecting.has(request.raw) || reply.raw.headersSent) return;
     expecting.delete(request.raw);

@@ -62,19 +62,21 @@ export function registerErrorHandling(app: FastifyInstance): void {
       const errors = fieldErrors(err);
       return sendProblem(reply, 400, 'validation_error', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
     }
+    // A batch whose body is not whole is invalid_batch, as one cut short inside its JSON (BAD-INPUTS.md, line 1).
+    const batch = request.routeOptions.url === '/v1/events';
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendProblem(reply, 413, 'payload_too_large', 'the request body is over 1 MB (1,048,576 bytes)');
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return sendProblem(reply, 415, 'unsupported_media_type', 'send Content-Type: application/json');
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        if (request.routeOptions.url === '/v1/events') return sendProblem(reply, 400, 'invalid_batch', 'the body is empty');
+        if (batch) return sendProblem(reply, 400, 'invalid_batch', 'the body is empty');
         return sendProblem(reply, 400, 'validation_error', 'the body is empty', { errors: [{ field: 'body', message: 'is empty' }] });
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-        return sendProblem(reply, 400, 'invalid_request', 'Content-Length does not match the body');
+        return sendProblem(reply, 400, batch ? 'invalid_batch' : 'invalid_request', 'Content-Length does not match the body');
     }
     if (err.statusCode === 408 || err.code === 'ECONNRESET' || err.code === 'ERR_STREAM_PREMATURE_CLOSE') {
-      return sendProblem(reply, 400, 'invalid_request', 'the request body was not received completely');
+      return sendProblem(reply, 400, batch ? 'invalid_batch' : 'invalid_request', 'the request body was not received completely');
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return sendProblem(reply, err.statusCode, 'invalid_request', err.message);

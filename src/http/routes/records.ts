@@ -50,7 +50,8 @@ function recordRoute(
         tags: ['ingestion'],
         security: [{ bearer: [] }],
         body: spec.body,
-        response: { 200: spec.ok, ...problems(...spec.errors) },
+        // Every record route reads a JSON body: one that is not JSON is a 400, one over 1 MB a 413.
+        response: { 200: spec.ok, ...problems(...[400, 413, ...spec.errors].sort((a, b) => a - b)) },
       },
     },
     async (request: FastifyRequest) => {
