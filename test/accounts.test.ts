@@ -11,6 +11,7 @@ import {
   event,
   foldReadModel,
   get,
+  post,
   postEvents,
   SILENT_LOG,
   startTestApp,
@@ -448,23 +449,17 @@ describe('accounts and licenses', () => {
       ).statusCode,
       200,
     );
-    const headers = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' };
     const exception = (id: string, occurred_at: string) =>
-      t.app.inject({
-        method: 'POST',
-        url: '/v1/events/exceptions',
-        headers,
-        payload: {
-          exception_id: id,
-          exception_type: id,
-          message: id,
-          severity: 'fatal',
-          occurred_at,
-          actor_id: 'a1',
-          product: 'app',
-          product_version: '1.0',
-          account_id: 'acme',
-        },
+      post(t.app, tenant.ingestKey, '/v1/events/exceptions', {
+        exception_id: id,
+        exception_type: id,
+        message: id,
+        severity: 'fatal',
+        occurred_at,
+        actor_id: 'a1',
+        product: 'app',
+        product_version: '1.0',
+        account_id: 'acme',
       });
     assert.equal((await exception('NowError', now)).statusCode, 200);
     assert.equal((await exception('LaterError', later(2))).statusCode, 200);
