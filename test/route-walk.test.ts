@@ -190,6 +190,25 @@ describe('every route, every parameter, hostile values', () => {
     }
   });
 
+  it('a query value or name whose percent-encoding is not UTF-8 is a 400 naming the parameter, not a filter of its raw text', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    for (const [query, field] of [
+      ['product=%ff', 'product'],
+      ['product=%c3%28', 'product'],
+      ['name=abc%', 'name'],
+      ['range=7d&name=%e2%82', 'name'],
+      ['%ff=1', 'query'],
+    ] as const) {
+      const url = query.startsWith('product') ? `/v1/invalid-events?${query}` : `/v1/reports/trends?${query}`;
+      const res = await t.app.inject({ url, headers: { authorization: `Bearer ${tenant.adminKey}` } });
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.deepEqual(res.json().errors, [{ field, message: 'is not valid percent-encoded UTF-8' }], url);
+    }
+    // Valid encodings pass: a space as + or %20, a 4-byte character.
+    const ok = await t.app.inject({ url: '/v1/reports/trends?range=7d&name=a+b%20c%F0%9F%98%80', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    assert.equal(ok.statusCode, 200, ok.body);
+  });
+
   it('body fields: NUL, lone surrogates, 10 KB strings, dates out of range, wrong types, unknown keys', async () => {
     for (const [path, method, op] of operations()) {
       const schema = op.requestBody?.content['application/json']?.schema;

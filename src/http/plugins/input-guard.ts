@@ -19,10 +19,34 @@ declare module 'fastify' {
 // past 32 levels are refused the same way. Ingestion bodies keep their own per-element rules.
 export function registerInputGuard(app: App): void {
   app.addHook('preValidation', async (request: FastifyRequest) => {
+    badlyEncoded(request.url);
     const problem =
       findHostileContent(request.params, '') ??
       findHostileContent(request.query, '') ??
       (request.routeOptions.config.ownBodyRules ? undefined : findHostileContent(request.body, ''));
     if (problem) throw validationError([{ field: problem.field === '(root)' ? 'body' : problem.field, message: problem.message }]);
   });
+}
+
+/**
+ * A query parameter whose percent-encoding is not UTF-8 (`%ff`, `%c3%28`, a lone `%`): the query
+ * parser would keep its raw text as the value, so a filter would silently match nothing. Refused,
+ * naming the parameter.
+ */
+function badlyEncoded(url: string): void {
+  const q = url.indexOf('?');
+  if (q < 0 || !url.includes('%', q)) return;
+  for (const pair of url.slice(q + 1).split('&')) {
+    const eq = pair.indexOf('=');
+    const [key, value] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+    const decoded = (text: string) => {
+      try {
+        return decodeURIComponent(text.replaceAll('+', ' '));
+      } catch {
+        return undefined;
+      }
+    };
+    const name = decoded(key);
+    if (name === undefined || decoded(value) === undefined) throw validationError([{ field: name ?? 'query', message: 'is not valid percent-encoded UTF-8' }]);
+  }
 }
