@@ -2,7 +2,7 @@
 // against a real store; nothing faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTenant, event, get, judge, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, createTenant, event, get, judge, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -96,6 +96,33 @@ describe('PATCH /v1/products/{productId}/versions/{versionId}', () => {
     assert.equal((await send('PATCH', url, tenant.adminKey, { status: 'active' })).json().status, 'active');
     assert.equal((await send('PATCH', url, tenant.adminKey, { status: 'deleted' })).statusCode, 400);
     assert.equal((await send('PATCH', url, tenant.ingestKey, { status: 'archived' })).statusCode, 403);
+  });
+
+  it('the versions list filters by status; unknown parameters on the management lists are a 400 naming them', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const ids: string[] = [];
+    for (const version of ['1.0.0', '1.1.0', '2.0.0']) ids.push((await register(tenant.adminKey, { product: 'app', product_version: version })).json().id);
+    await send('PATCH', `/v1/products/app/versions/${ids[1]}`, tenant.adminKey, { status: 'archived' });
+    const list = async (query: string) => (await get(t.app, tenant.adminKey, `/v1/products/app/versions${query}`)).json();
+    assert.deepEqual(
+      (await list('?status=archived')).data.map((v: { product_version: string }) => v.product_version),
+      ['1.1.0'],
+    );
+    assert.deepEqual(
+      (await list('?status=active&limit=1')).data.map((v: { product_version: string }) => v.product_version),
+      ['1.0.0'],
+    );
+    assert.equal((await list('')).data.length, 3);
+    for (const [url, key] of [
+      ['/v1/products/app/versions?state=archived', tenant.adminKey],
+      ['/v1/products/app/versions?status=deleted', tenant.adminKey],
+      ['/v1/products?foo=bar', tenant.adminKey],
+      ['/admin/v1/tenants?foo=bar', ADMIN_TOKEN],
+    ] as const) {
+      const res = await get(t.app, key, url);
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.equal(res.json().code, 'validation_error');
+    }
   });
 
   it("BAD-INPUTS 35: A's productId with B's versionId is 404, as is B's pair seen from A", async () => {

@@ -30,11 +30,18 @@ function toVersion(r: Record<string, unknown>): VersionRow {
   };
 }
 
-export async function listVersions(q: Queryable, tenantId: string, productId: string, limit: number, afterId: string | undefined): Promise<VersionRow[]> {
+export async function listVersions(
+  q: Queryable,
+  tenantId: string,
+  productId: string,
+  limit: number,
+  afterId: string | undefined,
+  status?: 'active' | 'archived',
+): Promise<VersionRow[]> {
   const rows = await q.query(
     `SELECT ${COLUMNS} FROM product_versions
-      WHERE tenant_id = $1 AND product_id = $2 AND ($3::uuid IS NULL OR id > $3::uuid) ORDER BY id LIMIT $4`,
-    [tenantId, productId, afterId ?? null, limit],
+      WHERE tenant_id = $1 AND product_id = $2 AND ($3::uuid IS NULL OR id > $3::uuid) AND ($5::text IS NULL OR status = $5) ORDER BY id LIMIT $4`,
+    [tenantId, productId, afterId ?? null, limit, status ?? null],
   );
   return rows.map(toVersion);
 }

@@ -5,6 +5,7 @@ import { AppError, unauthorized } from '../../errors.js';
 import * as ops from '../../admin/operations.js';
 import type { App, AppContext } from '../context.js';
 import { bearerToken } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
 import { page, Pagination, problems } from '../schemas/common.js';
 import { CreateKey, CreateTenant, IssuedKey, PatchTenant, Tenant } from '../schemas/admin.js';
 
@@ -44,6 +45,7 @@ export function adminRoutes(app: App, ctx: AppContext): void {
     '/admin/v1/tenants',
     {
       onRequest: requireAdmin,
+      preValidation: onlyKnownParams(Pagination),
       schema: { summary: 'Every tenant, oldest first', tags, security, querystring: Pagination, response: { 200: page(Tenant), ...problems(400, 401) } },
     },
     async (request) => ops.listTenants(deps, request.query),

@@ -4,6 +4,7 @@ import { encodeCursor } from '../../storage/rows.js';
 import { cursorId, requireProduct as requireProductOf } from '../lookups.js';
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
 import { IdParams, Pagination, page, problems } from '../schemas/common.js';
 import { CreateProduct, PatchProduct, Product } from '../schemas/products.js';
 
@@ -34,6 +35,7 @@ export function productRoutes(app: App, ctx: AppContext): void {
     '/v1/products',
     {
       onRequest: canRead,
+      preValidation: onlyKnownParams(Pagination),
       schema: { summary: 'List products', tags, security, querystring: Pagination, response: { 200: page(Product), ...problems(400, 401, 403) } },
     },
     async (request) => {

@@ -8,6 +8,7 @@ import { allVersions, findVersion, insertRegisteredVersion, listVersions, update
 import type { App, AppContext } from '../context.js';
 import { cursorId, requireProduct } from '../lookups.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
+import { onlyKnownParams } from '../plugins/query-params.js';
 import { IdParams, Pagination, page, problems } from '../schemas/common.js';
 import { Version } from '../schemas/products.js';
 
@@ -29,6 +30,10 @@ const Registered = Type.Object({
 const PatchVersion = Type.Object({
   release_date: Type.Optional(Type.Union([Type.String({ format: 'date' }), Type.Null()], { description: 'sets or changes; null or absent leaves it' })),
   status: Type.Optional(Type.Enum(['active', 'archived'])),
+});
+const VersionListQuery = Type.Object({
+  ...Pagination.properties,
+  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')], { description: 'only the versions in this state' })),
 });
 const VersionParams = Type.Object({ productId: Type.String({ maxLength: 256 }), versionId: Type.String({ maxLength: 64 }) });
 
@@ -79,12 +84,13 @@ export function versionRoutes(app: App, ctx: AppContext): void {
     '/v1/products/:id/versions',
     {
       onRequest: canRead,
+      preValidation: onlyKnownParams(VersionListQuery),
       schema: {
         summary: 'List the versions of a product',
         tags,
         security,
         params: IdParams,
-        querystring: Pagination,
+        querystring: VersionListQuery,
         response: { 200: page(Version), ...problems(400, 401, 403, 404) },
       },
     },
@@ -92,7 +98,7 @@ export function versionRoutes(app: App, ctx: AppContext): void {
       const { tenant } = principalOf(request);
       const product = await requireProduct(ctx.db, tenant.id, request.params.id);
       const limit = request.query.limit ?? 50;
-      const rows = await listVersions(ctx.db, tenant.id, product.id, limit + 1, cursorId(request.query.cursor));
+      const rows = await listVersions(ctx.db, tenant.id, product.id, limit + 1, cursorId(request.query.cursor), request.query.status);
       const data = rows.slice(0, limit).map((v) => withSlug(v, product.slug));
       return { data, next_cursor: rows.length > limit ? encodeCursor([data[data.length - 1]!.id]) : null };
     },
