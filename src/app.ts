@@ -159,7 +159,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clientErrorHandler: answerClientError,
     // Account and license ids are up to 256 characters, up to 12 bytes each once percent-encoded.
     routerOptions: { maxParamLength: 3072 },
-    // The router's own refusals (a path that is not valid UTF-8) in the same problem+json as the rest.
     // The router's own refusals, decided before the key is read: the path is not echoed (it may be kilobytes).
     frameworkErrors: (err, _request, reply) => {
       if (err.code === 'FST_ERR_BAD_URL') return sendProblem(reply, 400, 'invalid_request', 'the path is not valid percent-encoded UTF-8');

@@ -16,8 +16,8 @@ export function overflowUnderflows(text: string): string {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c)
-        i++; // backslash: the next character is escaped
+      // A backslash escapes the next character; a quote ends the string.
+      if (c === 0x5c) i++;
       else if (c === 0x22) inString = false;
       continue;
     }

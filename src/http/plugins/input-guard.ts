@@ -36,16 +36,16 @@ export function registerInputGuard(app: App): void {
 function badlyEncoded(url: string): void {
   const q = url.indexOf('?');
   if (q < 0 || !url.includes('%', q)) return;
+  const decoded = (text: string) => {
+    try {
+      return decodeURIComponent(text.replaceAll('+', ' '));
+    } catch {
+      return undefined;
+    }
+  };
   for (const pair of url.slice(q + 1).split('&')) {
     const eq = pair.indexOf('=');
     const [key, value] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
-    const decoded = (text: string) => {
-      try {
-        return decodeURIComponent(text.replaceAll('+', ' '));
-      } catch {
-        return undefined;
-      }
-    };
     const name = decoded(key);
     if (name === undefined || decoded(value) === undefined) throw validationError([{ field: name ?? 'query', message: 'is not valid percent-encoded UTF-8' }]);
   }
