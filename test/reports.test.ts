@@ -740,3 +740,33 @@ describe('report rules', () => {
     assert.equal(big.json().code, 'query_too_large');
   });
 });
+
+describe('the previous period across a change of the zone’s offset', () => {
+  it('range=Nd moves back N local days and range=month a calendar month, each ending at the same local time, never by elapsed time', async () => {
+    let now = new Date('2026-11-29T05:20:00Z'); // 00:20 in New York (EST), 06:20 in Berlin (CET)
+    const app = await startTestApp({ db: t.db, now: () => now });
+    try {
+      const tenant = await tenantWithProduct(app.app, 'business');
+      const range = async (query: string) => {
+        const res = await get(app.app, tenant.adminKey, `/v1/reports/trends?${query}&compare=previous`);
+        assert.equal(res.statusCode, 200, res.body);
+        return [res.json().range, res.json().compare.range];
+      };
+      // New York: Oct 31 00:00 EDT to now; before: Oct 1 00:00 EDT to Oct 30 00:20 EDT (04:20Z, not 05:20Z).
+      assert.deepEqual(await range('range=30d&tz=America/New_York'), [
+        { from: '2026-10-31T04:00:00.000Z', to: '2026-11-29T05:20:00.000Z' },
+        { from: '2026-10-01T04:00:00.000Z', to: '2026-10-30T04:20:00.000Z' },
+      ]);
+      // Berlin: Nov 1 00:00 CET to now; before: Oct 1 00:00 CEST to Oct 29 06:20 CET (05:20Z, not 04:20Z).
+      assert.deepEqual(await range('range=month&tz=Europe/Berlin'), [
+        { from: '2026-10-31T23:00:00.000Z', to: '2026-11-29T05:20:00.000Z' },
+        { from: '2026-09-30T22:00:00.000Z', to: '2026-10-29T05:20:00.000Z' },
+      ]);
+      // March 31: February has no 31st, so the previous period is all of February, never into March.
+      now = new Date('2026-03-31T10:00:00Z');
+      assert.deepEqual((await range('range=month'))[1], { from: '2026-02-01T00:00:00.000Z', to: '2026-03-01T00:00:00.000Z' });
+    } finally {
+      await app.close();
+    }
+  });
+});

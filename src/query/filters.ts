@@ -8,7 +8,7 @@ import { requireAccountAnswers } from './guard.js';
 import { cursorKey } from './page.js';
 import { segmentFilterSql } from './behaviour/segments.js';
 import { tenantProducts } from './behaviour/event-sql.js';
-import { echo, localDate, resolveScope, zonedMidnight, type Scope } from './scope.js';
+import { echo, localDate, localWall, resolveScope, zonedMidnight, zonedTime, type Scope } from './scope.js';
 import { Params } from './params.js';
 
 // The one filter grammar of the query side (docs/reports.md): every report, the sessions, the
@@ -107,16 +107,16 @@ export async function resolveFilters(q: Queryable, principal: Principal, p: Filt
  */
 export function previousPeriod(f: Filters): Filters {
   const { from, to, tz } = f.scope;
-  let prevFrom: Date;
-  if (f.days !== undefined) {
-    const d = localDate(from, tz);
-    prevFrom = zonedMidnight(d.y, d.m, d.d - f.days, tz);
-  } else if (f.month) {
-    const d = localDate(from, tz);
-    prevFrom = zonedMidnight(d.y, d.m - 1, 1, tz);
-  } else prevFrom = new Date(from.getTime() - (to.getTime() - from.getTime()));
-  const shift = from.getTime() - prevFrom.getTime();
-  return { ...f, compare: false, scope: { ...f.scope, from: prevFrom, to: new Date(to.getTime() - shift) } };
+  const period = (prevFrom: Date, prevTo: Date): Filters => ({ ...f, compare: false, scope: { ...f.scope, from: prevFrom, to: prevTo } });
+  if (f.days === undefined && !f.month) return period(new Date(from.getTime() - (to.getTime() - from.getTime())), from);
+  // Local calendar arithmetic, never elapsed time: across a change of the zone's offset the
+  // previous period still starts at a local midnight and ends at the same local time of day.
+  const d = localDate(from, tz);
+  const w = localWall(to, tz);
+  if (f.days !== undefined) return period(zonedMidnight(d.y, d.m, d.d - f.days, tz), zonedTime(w.y, w.m, w.d - f.days, tz, w.h, w.mi, w.s, w.ms));
+  // The previous calendar month to the same day and time; a day it does not have (March 31 → February): its whole month.
+  const daysBefore = new Date(Date.UTC(w.y, w.m - 1, 0)).getUTCDate();
+  return period(zonedMidnight(d.y, d.m - 1, 1, tz), w.d > daysBefore ? from : zonedTime(w.y, w.m - 1, w.d, tz, w.h, w.mi, w.s, w.ms));
 }
 
 /**

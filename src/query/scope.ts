@@ -112,6 +112,12 @@ export function localDate(at: Date, tz: string): Ymd {
   return { y: local.getUTCFullYear(), m: local.getUTCMonth() + 1, d: local.getUTCDate() };
 }
 
+/** The local wall time of `at` in tz: its calendar date and time of day. */
+export function localWall(at: Date, tz: string): Ymd & { h: number; mi: number; s: number; ms: number } {
+  const local = new Date(at.getTime() + offsetMs(at, tz));
+  return { ...localDate(at, tz), h: local.getUTCHours(), mi: local.getUTCMinutes(), s: local.getUTCSeconds(), ms: local.getUTCMilliseconds() };
+}
+
 /** Whether `at` is a local midnight in tz. */
 export function isLocalMidnight(at: Date, tz: string): boolean {
   const l = localDate(at, tz);
