@@ -124,7 +124,8 @@ export async function patchTenant(
   const resumes = upgrade && current.subscription_status === 'cancelled';
   // The trial is 21 days (TRIAL_DAYS) from the tenant's creation (CONTRACT.md), also for a tenant
   // moved onto it later; one that had a trial keeps its end.
-  const trialEnd = patch.plan === 'trial' && current.trial_ends_at === null ? new Date(Date.parse(current.created_at) + deps.trialDays * 86_400_000) : undefined;
+  const trialEnd =
+    patch.plan === 'trial' && current.trial_ends_at === null ? new Date(Date.parse(current.created_at) + deps.trialDays * 86_400_000) : undefined;
   // Only the settable fields are passed on, whatever else the caller's object holds.
   const t = await updateTenant(deps.db, id, {
     plan: patch.plan,
