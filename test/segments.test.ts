@@ -111,6 +111,27 @@ describe('segments', () => {
     assert.equal((await get(t.app, own.adminKey, `/v1/segments/${await make({ ...range, account_id: 'acme' })}/size`)).json().size, 0);
     const raw = await make({ ...range, on_version: '1.0.0' });
     assert.deepEqual(ids(await get(t.app, own.adminKey, `/v1/segments/${raw}/actors`)), ['s1', 's4', 's9', 'user-5']);
+    // Fresh as what each read: the read model's answers as of the last fold (without s9), raw events' as of now (with it).
+    const folded = (await get(t.app, own.adminKey, '/v1/reports/trends?range=7d')).json().refreshed_at;
+    assert.ok(folded);
+    for (const url of [`/v1/segments/${active}/size`, `/v1/segments/${active}/actors`])
+      assert.equal((await get(t.app, own.adminKey, url)).json().refreshed_at, folded, url);
+    const fromRetention = await t.app.inject({
+      method: 'POST',
+      url: '/v1/retention',
+      headers: { authorization: `Bearer ${own.adminKey}` },
+      payload: { ...range, period: 'day' },
+    });
+    assert.equal(fromRetention.json().refreshed_at, folded);
+    const cell = await t.app.inject({
+      method: 'POST',
+      url: '/v1/retention/actors',
+      headers: { authorization: `Bearer ${own.adminKey}` },
+      payload: { ...range, period: 'day', cohort: 0, cohort_period: 0 },
+    });
+    assert.equal(cell.json().refreshed_at, folded, cell.body);
+    for (const url of [`/v1/segments/${raw}/size`, `/v1/segments/${raw}/actors`])
+      assert.ok((await get(t.app, own.adminKey, url)).json().refreshed_at > folded, url);
   });
 
   it('segment_id narrows a funnel and a retention matrix; save as segment from a drill-down', async () => {

@@ -2,6 +2,7 @@ import { idsCsv, pageIds } from '../../query/behaviour/drill.js';
 import { retention, retentionUnitIds } from '../../query/behaviour/retention.js';
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { echo } from '../../query/scope.js';
+import { asOf } from '../../query/filters.js';
 import type { App, AppContext } from '../context.js';
 import { answer, retentionRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
@@ -60,7 +61,7 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
         ...pageIds(ids, { limit, cursor }),
         ...echo(plan.scope),
         interval: plan.period,
-        refreshed_at: ctx.now().toISOString(),
+        refreshed_at: await asOf(ctx.db, who.tenant.id, plan.ctes?.readModel ?? false, ctx.now()),
       };
     },
   );

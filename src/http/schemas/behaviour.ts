@@ -120,7 +120,9 @@ const Echo = {
   range: Type.Object({ from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }) }),
   tz: Type.String(),
   interval: Type.String(),
-  refreshed_at: Type.String({ format: 'date-time', description: 'raw events: the time of the answer' }),
+  refreshed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'raw events: the time of the answer; the read model (retention, dynamic segments): the last fold (null: none yet)',
+  }),
 };
 
 export const FunnelResult = Type.Object({
@@ -257,7 +259,9 @@ const SegmentEcho = {
     description: 'null for a static segment',
   }),
   tz: Type.Union([Type.String(), Type.Null()]),
-  refreshed_at: Type.String({ format: 'date-time' }),
+  refreshed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'raw events: the time of the answer; the read model: the last fold (null: none yet)',
+  }),
 };
 export const SegmentSize = Type.Object({ ...SegmentEcho, size: Type.Integer() });
 export const SegmentActors = Type.Object({ ...SegmentEcho, data: Type.Array(UnitRow), next_cursor: Type.Union([Type.String(), Type.Null()]) });

@@ -11,6 +11,7 @@ import { hasProps, matchSql, scopeSql, unitSql, type EventMatcher } from './even
 import { periodAfter, periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 import { Params } from '../params.js';
+import { asOf } from '../filters.js';
 
 // Retention (docs/behaviour.md): cohorts are the local periods of the range; a unit joins the
 // cohort of the period of its start event (first_time: its first start event ever, recurring:
@@ -45,7 +46,7 @@ interface Plan {
    * parameters; undefined when the scope is empty. With `masks`, also masks(u, cm, am): a unit's
    * cohorts and return buckets as bits, from one pass over its rows (recurring).
    */
-  ctes?: { text: string; params: Params; masks: boolean };
+  ctes?: { text: string; params: Params; masks: boolean; readModel: boolean };
 }
 
 /** Retention that the read model answers: "any event" as start and return, by actor, no version filter (the read model keeps no single events). */
@@ -294,6 +295,7 @@ async function plan(db: Db, who: Reader, q: RetentionQuery, now: Date): Promise<
   const p = new Params();
   let text: string;
   let masks = type === 'recurring';
+  let readModel = true;
   const firstTimes = await eventFirstTimes(db, scope, q, by, type);
   const months = anyEvent(scope, q, by) || firstTimes ? monthCtes(scope, type, bounds, returnEnd, now, firstTimes) : undefined;
   if (months) {
@@ -303,6 +305,7 @@ async function plan(db: Db, who: Reader, q: RetentionQuery, now: Date): Promise<
   } else if (anyEvent(scope, q, by) && utcDays(scope, bounds, now)) {
     text = readModelCtes(scope, type, p, bounds, returnEnd, await segmentClause(db, who, q.segment_id, by, 'd.actor_id', p, now));
   } else {
+    readModel = false;
     const b = p.add(bounds.map((x) => new Date(x).toISOString()));
     const [from, to, end] = [p.add(scope.from), p.add(scope.to), p.add(new Date(returnEnd))];
     const unit = unitSql(by);
@@ -314,7 +317,7 @@ async function plan(db: Db, who: Reader, q: RetentionQuery, now: Date): Promise<
   }
   text += `,
     pairs AS (SELECT c.u, c.c, a.p - c.c AS k FROM cohort c JOIN active a ON a.u = c.u AND a.p > c.c)`;
-  return { ...out, ctes: { text, params: p, masks } };
+  return { ...out, ctes: { text, params: p, masks, readModel } };
 }
 
 /**
@@ -399,7 +402,8 @@ export async function retention(db: Db, who: Reader, q: RetentionQuery, now: Dat
     }
     return { cohort_start: new Date(startMs).toISOString(), size, values };
   });
-  return { ...echo(scope), interval: period, refreshed_at: now.toISOString(), period, periods: n, type, count_by: by, cohorts: matrix };
+  const refreshed_at = await asOf(db, scope.tenantId, ctes?.readModel ?? false, now);
+  return { ...echo(scope), interval: period, refreshed_at, period, periods: n, type, count_by: by, cohorts: matrix };
 }
 
 export interface RetentionCell {

@@ -8,6 +8,7 @@ import { monthRowsWhere, monthTerms, termsAny, type MonthTerm } from '../reports
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, scopeSql, type EventMatcher } from './event-sql.js';
 import { Params } from '../params.js';
+import { asOf } from '../filters.js';
 
 // Segments (docs/behaviour.md): a saved set of actors. A dynamic segment is a definition
 // evaluated when used, over its own range (a relative range like 30d moves with time): actors
@@ -36,7 +37,10 @@ export function checkDefinition(tenant: TenantPlan, def: SegmentDefinition, now:
   if (def.account_id !== undefined || def.license_id !== undefined) requireFeature(tenant, 'account_context');
 }
 
-async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: Params, now: Date): Promise<string> {
+/** What a segment's SQL reads: the read model (set when it does) or raw events. */
+type Reads = { readModel: boolean };
+
+async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: Params, now: Date, reads?: Reads): Promise<string> {
   // A definition by account or license is a per-account answer, whoever saved it.
   if (def.account_id !== undefined || def.license_id !== undefined) requireAccountAnswers(who);
   const scope = await resolveScope(q, who.tenant, def, now);
@@ -50,6 +54,7 @@ async function membersSql(q: Queryable, who: Reader, def: SegmentDefinition, p: 
   // No event condition: the actors with an event in the range, from the read model when it answers.
   const terms = did.length === 0 && def.on_version === undefined ? activeTerms(scope, now) : undefined;
   if (terms) {
+    if (reads) reads.readModel = true;
     const active = `SELECT DISTINCT a.actor_id AS u FROM rm_actor_months a WHERE ${monthRowsWhere(scope, p, terms).join(' AND ')} AND ${termsAny(terms)}`;
     return `SELECT g.u FROM (${active}) g WHERE true${firstSeen()}`;
   }
@@ -100,11 +105,11 @@ function activeTerms(scope: Scope, now: Date): MonthTerm[] | undefined {
  * The actors of a segment as a subquery `SELECT u …` (placeholders in p), for `AND actor IN (…)`.
  * 404 not_found for an unknown id or another tenant's.
  */
-export async function segmentFilterSql(q: Queryable, who: Reader, segmentId: string, p: Params, now: Date): Promise<string> {
+export async function segmentFilterSql(q: Queryable, who: Reader, segmentId: string, p: Params, now: Date, reads?: Reads): Promise<string> {
   const seg = await getSegment(q, who.tenant.id, segmentId);
   if (!seg) throw notFound('not_found', 'segment');
   if (seg.static) return `SELECT actor_id AS u FROM segment_members WHERE tenant_id = ${p.add(who.tenant.id)} AND segment_id = ${p.add(seg.id)}::uuid`;
-  return membersSql(q, who, seg.definition as SegmentDefinition, p, now);
+  return membersSql(q, who, seg.definition as SegmentDefinition, p, now, reads);
 }
 
 /** `AND <unit> IN (segment)` for a query counting by actor; segments hold actors, so other units are a 400. */
@@ -137,9 +142,10 @@ async function rangeOf(db: Db, who: Reader, segmentId: string, now: Date) {
 export async function segmentSize(db: Db, who: Reader, segmentId: string, now: Date) {
   const echo = await rangeOf(db, who, segmentId, now);
   const p = new Params();
-  const sql = `SELECT count(*)::int AS n FROM (${await segmentFilterSql(db, who, segmentId, p, now)}) s`;
+  const reads: Reads = { readModel: false };
+  const sql = `SELECT count(*)::int AS n FROM (${await segmentFilterSql(db, who, segmentId, p, now, reads)}) s`;
   const [r] = await withBudget(db, (q) => q.query<{ n: number }>(sql, p.values));
-  return { segment_id: segmentId, size: Number(r?.n ?? 0), ...echo, refreshed_at: now.toISOString() };
+  return { segment_id: segmentId, size: Number(r?.n ?? 0), ...echo, refreshed_at: await asOf(db, who.tenant.id, reads.readModel, now) };
 }
 
 export async function segmentActorIds(
@@ -148,9 +154,10 @@ export async function segmentActorIds(
   segmentId: string,
   now: Date,
   page?: { limit: number; after?: string | undefined },
+  reads?: Reads,
 ): Promise<string[]> {
   const p = new Params();
-  const inner = await segmentFilterSql(db, who, segmentId, p, now);
+  const inner = await segmentFilterSql(db, who, segmentId, p, now, reads);
   const after = page?.after !== undefined ? `WHERE s.u > ${p.add(page.after)}` : '';
   const limit = page ? `LIMIT ${p.add(page.limit + 1)}::int` : 'LIMIT 100000';
   const rows = await withBudget(db, (q) => q.query<{ u: string }>(`SELECT s.u FROM (${inner}) s ${after} ORDER BY s.u ${limit}`, p.values));
@@ -160,7 +167,8 @@ export async function segmentActorIds(
 export async function segmentActors(db: Db, who: Reader, segmentId: string, p: { limit?: number | undefined; cursor?: string | undefined }, now: Date) {
   const echo = await rangeOf(db, who, segmentId, now);
   const limit = p.limit ?? 50;
-  const ids = await segmentActorIds(db, who, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] });
+  const reads: Reads = { readModel: false };
+  const ids = await segmentActorIds(db, who, segmentId, now, { limit, after: cursorKey(p.cursor, ['text'])?.[0] }, reads);
   return {
     segment_id: segmentId,
     ...pageOf(
@@ -169,7 +177,7 @@ export async function segmentActors(db: Db, who: Reader, segmentId: string, p: {
       (r) => [r.id],
     ),
     ...echo,
-    refreshed_at: now.toISOString(),
+    refreshed_at: await asOf(db, who.tenant.id, reads.readModel, now),
   };
 }
 
