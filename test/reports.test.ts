@@ -8,6 +8,7 @@ import {
   event,
   foldReadModel,
   get,
+  post,
   postEvents,
   startTestApp,
   tenantWithProduct,
@@ -768,5 +769,37 @@ describe('the previous period across a change of the zone’s offset', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('trends broken down by an environment field', () => {
+  it('counts an actor linked by identify once, under its devices’ latest environment', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const env = (os_name: string) => ({ headers: { 'x-environment-data': Buffer.from(JSON.stringify({ os_name })).toString('base64') } });
+    const at = (d: number) => `2026-05-0${d}T12:00:00Z`;
+    // u1 on Windows (its own header); anon-a, later linked to u1, sent no environment; u2 on macOS;
+    // anon-b sent Linux before it was linked to u3, who never sent one: u3 counts under Linux.
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'u1', timestamp: at(1) })], env('Windows'))).statusCode, 200);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'anon-a', timestamp: at(2) })])).statusCode, 200);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'u2', timestamp: at(2) })], env('macOS'))).statusCode, 200);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'anon-b', timestamp: at(3) })], env('Linux'))).statusCode, 200);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: 'u3', timestamp: at(4) })])).statusCode, 200);
+    for (const [anonymous_actor_id, identified_actor_id] of [
+      ['anon-a', 'u1'],
+      ['anon-b', 'u3'],
+    ]) {
+      const link = { anonymous_actor_id, identified_actor_id, identified_at: at(5), product: 'app', product_version: null };
+      assert.equal((await post(t.app, tenant.ingestKey, '/v1/actors/identify', link)).statusCode, 200);
+    }
+    const res = await get(t.app, tenant.adminKey, '/v1/reports/trends?from=2026-05-01&to=2026-05-06&breakdown=os');
+    assert.equal(res.statusCode, 200, res.body);
+    const series = res
+      .json()
+      .series.map((s: { breakdown_value: string; total: { events: number; actors: number } }) => [s.breakdown_value, s.total.events, s.total.actors]);
+    assert.deepEqual(series.sort(), [
+      ['Linux', 2, 1],
+      ['Windows', 2, 1],
+      ['macOS', 1, 1],
+    ]);
   });
 });

@@ -47,9 +47,18 @@ export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
   throw validationError([{ field: 'breakdown', message: BREAKDOWN_DESCRIPTION }]);
 }
 
-/** The actor's latest environment, for a join on v.actor_id = e.actor_id (the actor as sent). */
+/**
+ * Every actor's latest environment (a CTE `env`: actor_id, data), for a join on the actor after
+ * identify (ENV_JOIN): an identified actor takes the latest of its devices' (its own id's and its
+ * linked anonymous ids'), as the environment report does, so it counts under one value.
+ */
 export const ENV_CTE = (tenantParam: string) =>
-  `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM environments WHERE tenant_id = ${tenantParam} ORDER BY actor_id, received_at DESC)`;
+  `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM (
+      SELECT coalesce(k.identified_actor_id, v.actor_id) AS actor_id, v.data, v.received_at FROM environments v
+        LEFT JOIN actor_links k ON k.tenant_id = v.tenant_id AND k.anonymous_actor_id = v.actor_id WHERE v.tenant_id = ${tenantParam}) y
+     ORDER BY actor_id, received_at DESC)`;
+/** The join of ENV_CTE to raw events (alias e, their identify link l): by the actor after identify. */
+export const ENV_JOIN = 'LEFT JOIN env v ON v.actor_id = coalesce(l.identified_actor_id, e.actor_id)';
 
 /**
  * Every actor's environment field (a CTE `renv`: actor, value, `value` being an ENV_FIELDS

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { queryTooLarge } from '../../errors.js';
-import { BREAKDOWN_DESCRIPTION, ENV_CTE, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
+import { BREAKDOWN_DESCRIPTION, ENV_CTE, ENV_JOIN, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
 import { DAY_MS, HOUR_MS, isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
 import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
@@ -248,7 +248,7 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
   const s = f.scope;
   const sql = new Params();
   const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.expr;
-  const join = b?.env ? `LEFT JOIN env v ON v.actor_id = e.actor_id` : '';
+  const join = b?.env ? ENV_JOIN : '';
   const index = s.interval === 'hour' ? undefined : bucketIndex(s.interval, localDate(s.from, s.tz), localDate(new Date(s.to.getTime() - 1), s.tz), sql);
   if (index) {
     const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.add(s.tz)})::date`);
@@ -330,7 +330,7 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
     (sql) => {
       const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.expr;
       const env = b?.env ? `${ENV_CTE(sql.add(s.tenantId))},` : '';
-      const join = b?.env ? `LEFT JOIN env v ON v.actor_id = e.actor_id` : '';
+      const join = b?.env ? ENV_JOIN : '';
       if (masked) {
         const index = bucketIndex(s.interval as 'day' | 'week' | 'month', first, last, sql)!;
         const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.add(s.tz)})::date`);
