@@ -123,6 +123,18 @@ describe('GET /v1/reports/versions', () => {
     assert.deepEqual(body.archived_accounts, [{ account_id: 'B', version: '1.0', actors: 1, last_seen: '2026-05-12T11:00:00.000Z' }]);
   });
 
+  it('a version no account has run has no upgrade lag (null, not 0); an hourly interval is a 400', async () => {
+    const other = await tenantWithVersions();
+    const body = await ok(`/v1/reports/versions?product=app&${RANGE}`, other.adminKey);
+    assert.deepEqual(body.upgrade_lag, [
+      { version: '2.0', released_on: '2026-05-11', accounts: 0, median_lag_days: null, p90_lag_days: null },
+      { version: '1.0', released_on: '2026-05-01', accounts: 0, median_lag_days: null, p90_lag_days: null },
+    ]);
+    const hourly = await get(t.app, other.adminKey, `/v1/reports/versions?product=app&${RANGE}&interval=hour`);
+    assert.equal(hourly.statusCode, 400, hourly.body);
+    assert.equal(hourly.json().errors[0].field, 'interval');
+  });
+
   it('accounts on archived versions go by each account’s own last activity, whatever its actors did elsewhere', async () => {
     // Another tenant; an actor counts under the version it ended each day on. Account C: w1 on 2.0 May 10,
     // 1.0 May 11; w2 on 1.0 May 12 12:00 → C's last activity is on 1.0 (archived), run there by w1 and w2.

@@ -42,6 +42,8 @@ function actorVersionDays(f: Filters, sql: Params): { sql: string; source: 'read
 export async function versionsReport(q: Queryable, principal: Principal, p: Static<typeof VersionsQuery>, now: Date) {
   if (p.product === undefined) throw validationError([{ field: 'product', message: 'the versions report is per product' }]);
   const f = await resolveFilters(q, principal, p, now);
+  // Adoption counts actors per local day, week or month (from actor days); an hour would be answered per day.
+  if (f.scope.interval === 'hour') throw validationError([{ field: 'interval', message: 'versions are counted per day, week or month' }]);
   checkBuckets(f.scope);
   const accounts = seesAccounts(principal);
   return withCompare(q, f, true, (g) => versionsOf(q, g, accounts));
@@ -55,7 +57,7 @@ async function versionsOf(q: Queryable, f: Filters, accounts: boolean) {
   const latest = pickLatest(versions)?.product_version ?? null;
   const sql = new Params();
   const avd = actorVersionDays(f, sql);
-  const i = s.interval === 'hour' ? 'day' : s.interval;
+  const i = s.interval as 'day' | 'week' | 'month'; // versionsReport refuses hour
   const archived = versions.filter((v) => v.status === 'archived').map((v) => v.product_version);
   // One pass over the actor days, grouped by (actor, version, account): each group's buckets (up to
   // 63: a bigint's bits, else an array of them) and its last activity. Adoption counts the (actor,
@@ -142,8 +144,8 @@ async function upgradeLag(
     `WITH rel AS (SELECT version, coalesce(release_date, (first_seen AT TIME ZONE 'UTC')::date) AS released FROM product_versions WHERE tenant_id = $1 AND product_id = $2),
           firsts AS (SELECT product_version AS version, account_id, day FROM rm_account_version_first WHERE tenant_id = $1 AND product_id = $2)
      SELECT rel.version, rel.released::text AS released, count(f.account_id) AS accounts,
-            percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(f.day - rel.released, 0)) AS p50,
-            percentile_cont(0.9) WITHIN GROUP (ORDER BY greatest(f.day - rel.released, 0)) AS p90
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY greatest(f.day - rel.released, 0)) FILTER (WHERE f.account_id IS NOT NULL) AS p50,
+            percentile_cont(0.9) WITHIN GROUP (ORDER BY greatest(f.day - rel.released, 0)) FILTER (WHERE f.account_id IS NOT NULL) AS p90
        FROM rel LEFT JOIN firsts f ON f.version = rel.version GROUP BY 1, 2`,
     [tenantId, productId],
   );
