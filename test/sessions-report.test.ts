@@ -146,6 +146,12 @@ describe('sessions', () => {
         ['2.0', 2, 1, 0, 1, 100, 100, { sessions: 40, actors: 33.3333 }],
       ],
     );
+    // Filtered to one version, its adoption is still its share of every version's sessions and actors.
+    const one = await ok(`/v1/sessions/release-health?${RANGE}&product=app&version=2.0`);
+    assert.deepEqual(
+      one.data.map((r: Record<string, unknown>) => [r.product_version, r.sessions, r.adoption]),
+      [['2.0', 2, { sessions: 40, actors: 33.3333 }]],
+    );
   });
 
   it('compare=previous: stats, release health and the exception trend answer the previous day too; the list refuses it', async () => {

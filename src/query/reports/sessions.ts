@@ -168,11 +168,13 @@ async function health(q: Queryable, f: Filters) {
   // Two statements, sent together (as session stats'): per version, its sessions by status and
   // its distinct actors, each (actor, version) hashed once and then summed per version (a
   // count(DISTINCT) per version sorted every group's actors, twice: 260 → 205 ms over 200k
-  // sessions); and the range's distinct actors, hashed (50 ms). Grouped by product id, the slug
-  // joined to the twenty-odd rows after.
+  // sessions); and the range's sessions and distinct actors, hashed by actor (50 ms), the
+  // denominators of adoption: with a version filter, of every version (a version's share of its
+  // own sessions would be 100 %). Grouped by product id, the slug joined to the twenty-odd rows after.
   const one = new Params();
   const all = new Params();
-  const [rows, [actors]] = await Promise.all([
+  const everyVersion: Filters = { ...f, scope: { ...f.scope, version: undefined } };
+  const [rows, [totals]] = await Promise.all([
     q.query<Record<string, string>>(
       `WITH a AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions,
                          count(*) FILTER (WHERE r.status = 'crashed') AS crashed, count(*) FILTER (WHERE r.status = 'errored') AS errored,
@@ -186,13 +188,13 @@ async function health(q: Queryable, f: Filters) {
         ORDER BY v.sessions DESC, v.product_version`,
       one.values,
     ),
-    q.query<{ n: string }>(
-      `SELECT count(*) AS n FROM (SELECT DISTINCT r.actor_id FROM rm_sessions r WHERE ${where(f, all)} AND r.actor_id IS NOT NULL) x`,
+    q.query<{ sessions: string; actors: string }>(
+      `SELECT sum(n) AS sessions, count(actor_id) AS actors FROM (SELECT r.actor_id, count(*) AS n FROM rm_sessions r WHERE ${where(everyVersion, all)} GROUP BY r.actor_id) x`,
       all.values,
     ),
   ]);
-  const allSessions = rows.reduce((sum, r) => sum + n(r.sessions), 0);
-  const allActors = n(actors?.n);
+  const allSessions = n(totals?.sessions);
+  const allActors = n(totals?.actors);
   return {
     data: rows.map((r) => ({
       product: r.product!,
