@@ -96,6 +96,27 @@ describe('versions', () => {
     }
   });
 
+  it('a registered version gets first_seen and last_seen from the first event on it (null before)', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const reg = await t.app.inject({
+      method: 'POST',
+      url: '/v1/version-registrations',
+      headers: { authorization: `Bearer ${tenant.adminKey}` },
+      payload: { product: 'app', product_version: '3.0.0' },
+    });
+    assert.equal(reg.statusCode, 201, reg.body);
+    const seen = async () => {
+      const v = (await get(t.app, tenant.adminKey, `/v1/products/${tenant.productId}/versions`)).json().data[0];
+      return [v.first_seen, v.last_seen];
+    };
+    assert.deepEqual(await seen(), [null, null]);
+    assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ product_version: '3.0.0' })])).statusCode, 200);
+    // Moved after the batch's commit, off its answer's path.
+    for (let i = 0; i < 50 && (await seen())[0] === null; i++) await new Promise((r) => setTimeout(r, 20));
+    const [first, last] = await seen();
+    assert.ok(first && last && first === last, `${first} ${last}`);
+  });
+
   it('BAD-INPUTS 30: 50 concurrent batches that all carry one new version make exactly one version row', async () => {
     const tenant = await tenantWithProduct(t.app);
     const results = await Promise.all(Array.from({ length: 50 }, () => postEvents(t.app, tenant.ingestKey, [event({ product_version: '7.7.7' })])));

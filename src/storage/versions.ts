@@ -73,11 +73,11 @@ export function autoRegisterParams(pairs: { productId: string; version: string }
   return [sorted.map(() => uuidv7()), sorted.map((p) => p.productId), sorted.map((p) => p.version)];
 }
 
-/** Moves last_seen forward; called off the hot path, throttled by the caller. */
+/** Moves last_seen forward (and sets first_seen of a registered version the first time it is seen); called off the hot path, throttled by the caller. */
 export async function touchVersions(q: Queryable, tenantId: string, pairs: { productId: string; version: string }[], seenAt: Date): Promise<void> {
   if (pairs.length === 0) return;
   await q.query(
-    `UPDATE product_versions v SET last_seen = greatest(v.last_seen, $4)
+    `UPDATE product_versions v SET last_seen = greatest(v.last_seen, $4), first_seen = coalesce(v.first_seen, $4)
        FROM unnest($2::uuid[], $3::text[]) AS b(product_id, version)
       WHERE v.tenant_id = $1 AND v.product_id = b.product_id AND v.version = b.version`,
     [tenantId, pairs.map((p) => p.productId), pairs.map((p) => p.version), seenAt],
