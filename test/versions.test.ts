@@ -155,6 +155,13 @@ describe('the version selector `latest`', () => {
     const none = await tenantWithProduct(t.app);
     assert.equal((await get(t.app, none.adminKey, '/v1/products/app/versions/latest')).statusCode, 404);
   });
+
+  it('versions that are not semver, registered by one batch at the same instant, compare numerically', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const batch = ['1.0', '2.0', '1.10', '1.9'].map((v) => event({ product_version: v }));
+    assert.equal((await postEvents(t.app, tenant.ingestKey, batch)).statusCode, 200);
+    assert.equal((await get(t.app, tenant.adminKey, '/v1/products/app/versions/latest')).json().product_version, '2.0');
+  });
 });
 
 describe('strict version mode (every row of the state tables)', () => {

@@ -3,7 +3,7 @@ import semver from 'semver';
 // The version selector `latest` (CONTRACT.md): the highest version by semantic-version precedence
 // where the strings parse, release_date breaking ties, then created_at. Strings that do not parse
 // as semver (loosely: "v1.2", "1.2.3.4" do not; "v1.2.3" does) rank below every one that does,
-// and among themselves are ordered by release_date, then created_at.
+// and among themselves are ordered by release_date, then created_at, then numerically.
 export interface VersionCandidate {
   product_version: string;
   release_date: string | null;
@@ -28,8 +28,13 @@ export function compareVersions(a: VersionCandidate, b: VersionCandidate): numbe
   const ra = a.release_date ?? '';
   const rb = b.release_date ?? '';
   if (ra !== rb) return ra < rb ? -1 : 1;
-  return Date.parse(a.created_at) - Date.parse(b.created_at);
+  const created = Date.parse(a.created_at) - Date.parse(b.created_at);
+  // Registered at the same instant (one batch auto-registers several): the version strings with
+  // their numbers compared as numbers ("2.0" after "1.0", "1.10" after "1.9").
+  return created !== 0 ? created : NUMERIC.compare(a.product_version, b.product_version);
 }
+
+const NUMERIC = new Intl.Collator('en', { numeric: true });
 
 export function pickLatest<T extends VersionCandidate>(versions: readonly T[]): T | undefined {
   let best: T | undefined;
