@@ -186,9 +186,15 @@ describe('funnels', () => {
     assert.match(String(csv.headers['content-type']), /^text\/csv/);
     assert.equal(csv.body, 'actor_id\r\nu1\r\nu4\r\nu5\r\nuser-9\r\n');
     // A step past the last (3) is a 400 naming it, reached or dropped: not the last step's units.
-    for (const extra of [{ step: 4 }, { step: 4, status: 'dropped' }]) {
+    // So is dropped at step 1 (no step before it), and a breakdown value without a breakdown: never an empty 200.
+    for (const [extra, field] of [
+      [{ step: 4 }, 'step'],
+      [{ step: 4, status: 'dropped' }, 'step'],
+      [{ step: 1, status: 'dropped' }, 'status'],
+      [{ step: 2, breakdown_value: '1.0' }, 'breakdown_value'],
+    ] as const) {
       const bad = await post(tenant.adminKey, '/v1/funnels/actors', { ...q, ...extra });
-      assert.deepEqual([bad.statusCode, bad.json().code, bad.json().errors[0].field], [400, 'validation_error', 'step'], bad.body);
+      assert.deepEqual([bad.statusCode, bad.json().code, bad.json().errors[0].field], [400, 'validation_error', field], bad.body);
     }
   });
 

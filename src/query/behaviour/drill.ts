@@ -39,6 +39,11 @@ export async function funnelUnitIds(db: Db, who: Reader, q: FunnelActorsQuery, n
   const { step: k, status, breakdown_value, limit: _l, cursor: _c, ...query } = q;
   // A step past the funnel's last is an error, not the last step's units.
   if (k > query.steps.length) throw validationError([{ field: 'step', message: `1 to ${query.steps.length}: the funnel has ${query.steps.length} steps` }]);
+  // Nothing is dropped at the first step (there is no step before it), and a breakdown value
+  // names a value of the funnel's breakdown: either would otherwise answer an empty list.
+  if (status === 'dropped' && k === 1) throw validationError([{ field: 'status', message: 'dropped applies from step 2: no one drops at the first step' }]);
+  if (breakdown_value !== undefined && query.breakdown === undefined)
+    throw validationError([{ field: 'breakdown_value', message: 'a value of the funnel’s breakdown: give breakdown too' }]);
   const run = await runFunnel(db, who, query, now);
   const ids = run.units
     .filter((u) => u.result.reached > 0 && (breakdown_value === undefined || u.value === breakdown_value))
