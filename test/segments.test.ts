@@ -188,6 +188,7 @@ describe('segments', () => {
       return res.json().errors.map((e: { field: string }) => e.field);
     };
     assert.deepEqual(await field({ range: '9999d' }), ['definition.range']);
+    assert.deepEqual(await field({ ...range, interval: 'week' }), ['definition.interval']); // a segment has no buckets
     assert.deepEqual(await field({ from: '2026-03-10', to: '2026-03-01' }), ['definition.from']);
     const id = await create(range);
     assert.deepEqual(await field({ range: '9999d' }, 'PATCH', `/v1/segments/${id}`), ['definition.range']);

@@ -210,7 +210,8 @@ export const RetentionResult = Type.Object({
 
 export const SegmentDefinition = Type.Object(
   {
-    ...ScopeFields,
+    // A segment is a set of actors over its range: it has no buckets, so no interval (it would be ignored).
+    ...(({ interval: _interval, ...fields }) => fields)(ScopeFields),
     did: Type.Optional(
       Type.Array(
         Type.Object(
