@@ -1,7 +1,7 @@
 // Products and versions over app.inject against a real store; nothing faked.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTenant, event, get, judge, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { createTenant, event, get, judge, post, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 let t: TestApp;
 before(async () => (t = await startTestApp()));
@@ -98,12 +98,7 @@ describe('versions', () => {
 
   it('a registered version gets first_seen and last_seen from the first event on it (null before)', async () => {
     const tenant = await tenantWithProduct(t.app);
-    const reg = await t.app.inject({
-      method: 'POST',
-      url: '/v1/version-registrations',
-      headers: { authorization: `Bearer ${tenant.adminKey}` },
-      payload: { product: 'app', product_version: '3.0.0' },
-    });
+    const reg = await post(t.app, tenant.adminKey, '/v1/version-registrations', { product: 'app', product_version: '3.0.0' });
     assert.equal(reg.statusCode, 201, reg.body);
     const seen = async () => {
       const v = (await get(t.app, tenant.adminKey, `/v1/products/${tenant.productId}/versions`)).json().data[0];
