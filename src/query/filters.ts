@@ -132,14 +132,6 @@ export async function withCompare<T extends object>(q: Queryable, f: Filters, to
   return { ...h, ...current, compare: { range: { from: prev.scope.from.toISOString(), to: prev.scope.to.toISOString() }, ...before } };
 }
 
-/**
- * How fresh an answer is: the last fold's time when it read the read model (it holds what was
- * folded then), else now (raw events hold every stored record).
- */
-export async function asOf(q: Queryable, tenantId: string, readModel: boolean, now: Date): Promise<string | null> {
-  return readModel ? ((await rollupInfo(q, tenantId))?.refreshed_at ?? null) : now.toISOString();
-}
-
 /** What every answer opens with: the resolved range, time zone, interval, and how fresh derived data is. */
 export async function head(q: Queryable, s: Scope) {
   const r = await rollupInfo(q, s.tenantId);

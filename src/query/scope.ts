@@ -3,6 +3,7 @@ import { pickLatest } from '../domain/version-selector.js';
 import type { Queryable } from '../storage/db.js';
 import { findProduct } from '../storage/products.js';
 import { allVersions } from '../storage/versions.js';
+import { rollupInfo } from '../storage/accounts.js';
 import { requireFeature, type TenantPlan } from './guard.js';
 
 // The one scope resolver of the query side: tenant, product, version (`latest` too), the date
@@ -206,4 +207,12 @@ export async function resolveScope(q: Queryable, tenant: TenantPlan & { id: stri
 /** What every answer echoes: the resolved range, the time zone, the interval. */
 export function echo(s: Pick<Scope, 'from' | 'to' | 'tz' | 'interval'>): { range: { from: string; to: string }; tz: string; interval: Interval } {
   return { range: { from: s.from.toISOString(), to: s.to.toISOString() }, tz: s.tz, interval: s.interval };
+}
+
+/**
+ * How fresh an answer is: the last fold's time when it read the read model (it holds what was
+ * folded then), else now (raw events hold every stored record).
+ */
+export async function asOf(q: Queryable, tenantId: string, readModel: boolean, now: Date): Promise<string | null> {
+  return readModel ? ((await rollupInfo(q, tenantId))?.refreshed_at ?? null) : now.toISOString();
 }

@@ -1,8 +1,7 @@
 import { idsCsv, pageIds } from '../../query/behaviour/drill.js';
 import { retention, retentionUnitIds } from '../../query/behaviour/retention.js';
 import { saveAsSegment } from '../../query/behaviour/segments.js';
-import { echo } from '../../query/scope.js';
-import { asOf } from '../../query/filters.js';
+import { asOf, echo } from '../../query/scope.js';
 import type { App, AppContext } from '../context.js';
 import { answer, retentionRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';

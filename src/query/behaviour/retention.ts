@@ -4,14 +4,13 @@ import { sliceEnds } from '../slices.js';
 import type { Db } from '../../storage/db.js';
 import { requireFeature, type Reader } from '../guard.js';
 import { hoursDays, monthRows, monthTerms, termsAny, termsBucketMask } from '../reports/month-terms.js';
-import { DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
+import { asOf, DAY_MS, echo, localDate, plusDays, resolveScope, zonedMidnight, type Interval, type ScopeParams, type Ymd } from '../scope.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 import { checkRange, withBudget } from './budget.js';
 import { hasProps, matchSql, scopeSql, unitSql, type EventMatcher } from './event-sql.js';
 import { periodAfter, periodsBetween } from './periods.js';
 import { segmentClause } from './segments.js';
 import { Params } from '../params.js';
-import { asOf } from '../filters.js';
 
 // Retention (docs/behaviour.md): cohorts are the local periods of the range; a unit joins the
 // cohort of the period of its start event (first_time: its first start event ever, recurring:

@@ -3,12 +3,11 @@ import type { Db, Queryable } from '../../storage/db.js';
 import { addStaticMembers, getSegment, insertSegment } from '../../storage/segments.js';
 import { requireAccountAnswers, requireFeature, type Reader, type TenantPlan } from '../guard.js';
 import { cursorKey, pageOf } from '../page.js';
-import { checkLatest, isLocalMidnight, localDate, resolveRange, resolveScope, type Scope, type ScopeParams } from '../scope.js';
+import { asOf, checkLatest, isLocalMidnight, localDate, resolveRange, resolveScope, type Scope, type ScopeParams } from '../scope.js';
 import { monthRowsWhere, monthTerms, termsAny, type MonthTerm } from '../reports/month-terms.js';
 import { checkRange, withBudget } from './budget.js';
 import { matchSql, scopeSql, type EventMatcher } from './event-sql.js';
 import { Params } from '../params.js';
-import { asOf } from '../filters.js';
 
 // Segments (docs/behaviour.md): a saved set of actors. A dynamic segment is a definition
 // evaluated when used, over its own range (a relative range like 30d moves with time): actors
