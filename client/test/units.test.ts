@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { equalJitter, fullJitter, parseRetryAfter } from '../src/core/retry.js';
 import { uuidv7 } from '../src/core/uuid.js';
-import { checkProperties, utf8Length } from '../src/core/validate.js';
+import { checkContextId, checkProperties, utf8Length } from '../src/core/validate.js';
 import { DurableQueue } from '../src/core/queue.js';
 import { Sessions } from '../src/core/session.js';
 import { SDK_VERSION } from '../src/core/environment.js';
@@ -241,5 +241,13 @@ describe('the file queue', () => {
       again.load().map((r) => r.id),
       Array.from({ length: 100 }, (_, i) => `e${2 * i + 1}`),
     );
+  });
+});
+
+describe('account and license ids as the server judges them', () => {
+  it('refuses every control character (C0, DEL and C1: U+0085 too), blank ids and lone surrogates; keeps the rest', () => {
+    for (const bad of ['acme\u0085corp', 'a\u009fb', 'a\u0007b', 'a\u007fb', '   ', 'a\ud800'])
+      assert.ok(checkContextId('account_id', bad), JSON.stringify(bad));
+    for (const good of ['acme', 'Ünïcødé 株式会社', 'a b', 'x'.repeat(256)]) assert.equal(checkContextId('account_id', good), undefined, good);
   });
 });

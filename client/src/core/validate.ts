@@ -23,8 +23,8 @@ export const LIMITS = {
 export const RESERVED_KEYS: ReadonlySet<string> = new Set(['account_id', 'accountId', 'account', 'license_id', 'licenseId', 'license']);
 const HOSTILE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-// eslint-disable-next-line no-control-regex -- control characters are exactly what must be found
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// Every control character (C0, DEL and C1), as the server judges account and license ids (\p{Cc}).
+const CONTROL = /\p{Cc}/u;
 
 /** Code points, as the server counts "chars". */
 export function charLength(s: string): number {
