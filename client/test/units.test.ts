@@ -126,6 +126,15 @@ describe('queue bounds', () => {
     );
     assert.equal(q.dropped, 1);
   });
+
+  it('counts an open session’s marker in neither queued records nor queued bytes (it is state, never sent)', () => {
+    const q = new DurableQueue(new MemoryStorage(), { maxRecords: 10, maxBytes: 1e9 }, () => undefined);
+    q.open(() => ({ put: [], remove: [] }));
+    q.put({ id: '0', kind: 'session_open', body: { session_id: 's', actor_id: 'a', product: 'p', product_version: '1', started_at: 't', last_activity: 't' } });
+    assert.deepEqual([q.size, q.bytes], [0, 0]);
+    q.put(event('1'));
+    assert.deepEqual([q.size, q.bytes], [1, q.bytesOf('1')]);
+  });
 });
 
 describe('session recovery', () => {

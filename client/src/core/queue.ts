@@ -20,6 +20,7 @@ export class DurableQueue {
   private readonly entries = new Map<string, Entry>();
   private totalBytes = 0;
   private markers = 0;
+  private markerBytes = 0;
   private events = 0;
   private storageFailed = false;
   private readonly writing = new Set<Promise<void>>();
@@ -66,7 +67,7 @@ export class DurableQueue {
   private merge(loaded: QueuedRecord[], recover: (loaded: QueuedRecord[]) => { put: QueuedRecord[]; remove: string[] }): void {
     const newer = [...this.entries.values()];
     this.entries.clear();
-    this.totalBytes = this.markers = this.events = 0;
+    this.totalBytes = this.markers = this.markerBytes = this.events = 0;
     const kept = loaded.filter((r) => r && typeof r.id === 'string' && typeof r.kind === 'string' && r.body && typeof r.body === 'object');
     for (const record of kept) this.add(record);
     const fix = recover(kept);
@@ -89,8 +90,10 @@ export class DurableQueue {
 
   private count(e: Entry, sign: 1 | -1): void {
     this.totalBytes += sign * e.bytes;
-    if (e.record.kind === 'session_open') this.markers += sign;
-    else if (e.record.kind === 'event') this.events += sign;
+    if (e.record.kind === 'session_open') {
+      this.markers += sign;
+      this.markerBytes += sign * e.bytes;
+    } else if (e.record.kind === 'event') this.events += sign;
   }
 
   put(record: QueuedRecord): void {
@@ -125,8 +128,9 @@ export class DurableQueue {
     return this.entries.size - this.markers;
   }
 
+  /** The bytes of the records that are to be sent (as size, without session markers). */
   get bytes(): number {
-    return this.totalBytes;
+    return this.totalBytes - this.markerBytes;
   }
 
   countEvents(): number {
@@ -136,9 +140,9 @@ export class DurableQueue {
   /** Oldest first, never an open session's marker, never a record in flight. */
   private enforceBounds(): void {
     let records = this.size;
-    if (records <= this.bounds.maxRecords && this.totalBytes <= this.bounds.maxBytes) return;
+    if (records <= this.bounds.maxRecords && this.bytes <= this.bounds.maxBytes) return;
     const victims: string[] = [];
-    let bytes = this.totalBytes;
+    let bytes = this.bytes;
     for (const [id, e] of this.entries) {
       if (records <= this.bounds.maxRecords && bytes <= this.bounds.maxBytes) break;
       if (e.record.kind === 'session_open' || this.inflight.has(id)) continue;
