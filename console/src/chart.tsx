@@ -12,20 +12,39 @@ export function LineChart({ times, series, bars, title }: { times: number[]; ser
     void Promise.all([import('uplot'), import('uplot/dist/uPlot.min.css')]).then(([{ default: UPlot }]) => {
       if (!live || !el.current) return;
       const width = el.current.clientWidth || 800;
+      // The answers' buckets are UTC days (the console asks in UTC): the axis says the same days as the table.
+      const step = times.length > 1 ? Math.min(...times.slice(1).map((t, i) => t - times[i]!)) : 86_400;
+      const daily = step >= 86_400;
+      const n = series.length;
       plot = new UPlot(
         {
           width,
           height: 280,
+          tzDate: (ts: number) => UPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
+          // Bars: half a bucket of room at each end, so the first and last bars are whole.
+          ...(bars
+            ? {
+                scales: {
+                  x: { time: true, range: (_u: unknown, min: number, max: number): [number, number] => [min - step / 2, max + step / 2] },
+                  // Bars stand on zero.
+                  y: { range: (_u: unknown, _min: number, max: number): [number, number] => [0, max > 0 ? max * 1.05 : 1] },
+                },
+              }
+            : {}),
           series: [
             {},
             ...series.map((s, i) => ({
               label: s.label,
               stroke: COLORS[i % COLORS.length],
               width: 2,
-              ...(bars ? { paths: UPlot.paths.bars!({ size: [0.6, 40] }), fill: COLORS[i % COLORS.length] + '88' } : {}),
+              // Each series' bars narrower than the one before, drawn over it: every series stays visible.
+              ...(bars
+                ? { paths: UPlot.paths.bars!({ size: [(0.8 * (n - i)) / n, Infinity] }), fill: COLORS[i % COLORS.length] + 'cc', points: { show: false } }
+                : {}),
             })),
           ],
-          axes: [{}, { size: 60 }],
+          // A series of days gets day ticks, never hours.
+          axes: [daily ? { incrs: [86_400, 2 * 86_400, 7 * 86_400, 14 * 86_400, 28 * 86_400, 91 * 86_400, 365 * 86_400] } : {}, { size: 60 }],
         },
         [times, ...series.map((s) => s.values)],
         el.current,

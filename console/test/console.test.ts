@@ -186,6 +186,17 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.deepEqual(errors, []);
   });
 
+  it('trends broken down by name head their columns with the names exactly as sent', async () => {
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, t.adminKey);
+    await page.goto(`${base}/console/#/trends?range=30d&breakdown=name&view=table`);
+    await page.waitForSelector('[data-report-ready] table');
+    const heads = await page.$$eval('thead th', (ths) => ths.map((th) => th.textContent));
+    assert.ok(heads.includes('file_saved'), heads.join(', '));
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   it("an exception group's occurrences, page by page as the API pages them, the page in the URL; a session links to its events", async () => {
     const own = await createTenant(base, 'business', 'occurrences');
     await api(base, own.adminKey, '/v1/products', 'POST', { slug: 'app', name: 'app' });

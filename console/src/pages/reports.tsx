@@ -28,6 +28,10 @@ interface Report {
   intervals?: string[];
   /** Headline numbers of the answer, shown as cards above the rows. */
   cards?: (answer: unknown) => [string, string][];
+  /** The columns are data (trends: a column per breakdown value), shown exactly as sent. */
+  dataColumns?: boolean;
+  /** What an empty answer says, where "widen the range" does not apply. */
+  empty?: string;
 }
 
 const BREAKDOWNS: [string, string][] = [
@@ -45,6 +49,7 @@ const DEFS: Report[] = [
     path: '/v1/reports/trends',
     controls: ['range', 'interval', 'breakdown', 'compare', 'view', 'event'],
     rows: trendRows,
+    dataColumns: true,
     cards: (a) => {
       const t = a as Trends;
       const sum = (s: TrendSeries[]) => s.reduce((n, x) => n + x.total.events, 0);
@@ -89,7 +94,14 @@ const DEFS: Report[] = [
       })),
     missing: (p) => (!p.get('category') || !p.get('name') ? 'Pick an event (category and name) to see what comes after it.' : undefined),
   },
-  { id: 'segments', title: 'Segments', path: '/v1/segments', controls: [], plain: true },
+  {
+    id: 'segments',
+    title: 'Segments',
+    path: '/v1/segments',
+    controls: [],
+    plain: true,
+    empty: 'No segments yet. Save one with “Save as segment” from a funnel’s or retention’s drill-down, or define one with POST /v1/segments.',
+  },
   {
     id: 'sessions',
     title: 'Sessions',
@@ -157,6 +169,8 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
     live ? 5000 : undefined,
   );
   const view = params.get('view') ?? 'line';
+  // Nothing to download until the answer has rows (not while a filter the report needs is missing).
+  const hasRows = q.state === 'ok' && !missing && rowsOf(r.rows ? r.rows(q.data) : q.data).length > 0;
   const download = async () => {
     const csv = await api<string>(withQuery(r.path, query), { accept: 'text/csv', ...(body ? { method: 'POST', body } : {}) }).catch(() =>
       q.state === 'ok' ? toCsv(rowsOf(r.rows ? r.rows(q.data) : q.data)) : '',
@@ -197,7 +211,7 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
             ]}
           />
         )}
-        <button type="button" onClick={() => void download()} disabled={q.state !== 'ok'}>
+        <button type="button" onClick={() => void download()} disabled={!hasRows}>
           Download CSV
         </button>
       </div>
@@ -216,7 +230,7 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
                   ))}
                 </div>
               )}
-              <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} />
+              <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} dataColumns={r.dataColumns} empty={r.empty} />
             </div>
           )}
         </Show>

@@ -88,10 +88,27 @@ function heat(v: number, max: number): { background: string; color: string } {
   }
 }
 
-export function Result({ answer, view, title }: { answer: unknown; view: string; title: string }) {
+export function Result({
+  answer,
+  view,
+  title,
+  dataColumns = false,
+  empty,
+}: {
+  answer: unknown;
+  view: string;
+  title: string;
+  /** Column names are data (breakdown values): shown exactly as sent, not made into words. */
+  dataColumns?: boolean | undefined;
+  empty?: string | undefined;
+}) {
   const rows = rowsOf(answer);
   if (rows.length === 0)
-    return <Empty title="No data for this view">Widen the range or remove a filter; if nothing at all shows, send events first (see Overview).</Empty>;
+    return empty ? (
+      <Empty title="Nothing here yet">{empty}</Empty>
+    ) : (
+      <Empty title="No data for this view">Widen the range or remove a filter; if nothing at all shows, send events first (see Overview).</Empty>
+    );
   const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const timeKey = TIME_KEYS.find((k) => cols.includes(k) && rows.every((r) => !Number.isNaN(Date.parse(String(r[k])))));
   const numeric = cols.filter((c) => c !== timeKey && rows.every((r) => typeof r[c] === 'number'));
@@ -116,7 +133,7 @@ export function Result({ answer, view, title }: { answer: unknown; view: string;
             <tr>
               {scalars.map((c) => (
                 <th scope="col" key={c}>
-                  {c.replaceAll('_', ' ')}
+                  {dataColumns ? c : c.replaceAll('_', ' ')}
                 </th>
               ))}
               {arrays.length > 0 && Array.from({ length: width }, (_, i) => <th scope="col" key={`p${i}`}>{`+${i}`}</th>)}
