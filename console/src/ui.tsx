@@ -124,7 +124,8 @@ export function TextFilter({ label, name, value }: { label: string; name: string
   return (
     <span class="field">
       <label for={id}>{label}</label>
-      <input id={id} value={value} onChange={(e) => setParam(name, (e.currentTarget as HTMLInputElement).value.trim() || undefined)} />
+      {/* Uncontrolled, keyed by the URL's value: another filter's commit (its blur re-renders the form) never resets what is being typed here; a new value from the URL remounts it. */}
+      <input key={value} id={id} defaultValue={value} onChange={(e) => setParam(name, (e.currentTarget as HTMLInputElement).value.trim() || undefined)} />
     </span>
   );
 }

@@ -197,6 +197,24 @@ describe('console', { skip, timeout: 600_000 }, () => {
     await page.close();
   });
 
+  it('typing into one text filter right after leaving another keeps every keystroke', async () => {
+    const { page, errors } = await openPage(browser);
+    await signIn(page, base, t.adminKey);
+    await page.goto(`${base}/console/#/paths`);
+    await page.waitForSelector('#f-category');
+    await page.click('#f-category');
+    await page.keyboard.type('app');
+    // No pause: leaving Category commits it (a re-render) while Name is already being typed into.
+    await page.click('#f-name');
+    await page.keyboard.type('started');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => location.hash.includes('name='));
+    assert.match(page.url(), /category=app/);
+    assert.match(page.url(), /name=started(&|$)/);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   it("an exception group's occurrences, page by page as the API pages them, the page in the URL; a session links to its events", async () => {
     const own = await createTenant(base, 'business', 'occurrences');
     await api(base, own.adminKey, '/v1/products', 'POST', { slug: 'app', name: 'app' });
