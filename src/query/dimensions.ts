@@ -48,19 +48,6 @@ export function parseBreakdown(raw: string | undefined): Breakdown | undefined {
 }
 
 /**
- * Every actor's latest environment (a CTE `env`: actor_id, data), for a join on the actor after
- * identify (ENV_JOIN): an identified actor takes the latest of its devices' (its own id's and its
- * linked anonymous ids'), as the environment report does, so it counts under one value.
- */
-export const ENV_CTE = (tenantParam: string) =>
-  `env AS (SELECT DISTINCT ON (actor_id) actor_id, data FROM (
-      SELECT coalesce(k.identified_actor_id, v.actor_id) AS actor_id, v.data, v.received_at FROM environments v
-        LEFT JOIN actor_links k ON k.tenant_id = v.tenant_id AND k.anonymous_actor_id = v.actor_id WHERE v.tenant_id = ${tenantParam}) y
-     ORDER BY actor_id, received_at DESC)`;
-/** The join of ENV_CTE to raw events (alias e, their identify link l): by the actor after identify. */
-export const ENV_JOIN = 'LEFT JOIN env v ON v.actor_id = coalesce(l.identified_actor_id, e.actor_id)';
-
-/**
  * Every actor's environment field (a CTE `renv`: actor, value, `value` being an ENV_FIELDS
  * expression): from its latest X-Environment-Data, sent under its own id or under an anonymous id
  * linked to it. One pass over the tenant's environments, to hash-join with the actors of a report
@@ -73,3 +60,6 @@ export const RESOLVED_ENV_CTE = (tenantParam: string, field: string) =>
       SELECT coalesce(k.identified_actor_id, v.actor_id) COLLATE "C" AS actor, ${field} AS value, v.received_at FROM environments v
         LEFT JOIN actor_links k ON k.tenant_id = v.tenant_id AND k.anonymous_actor_id = v.actor_id WHERE v.tenant_id = ${tenantParam}) y
      ORDER BY actor, received_at DESC)`;
+/** The join of RESOLVED_ENV_CTE to raw events (alias e, their identify link l), by the actor after identify: its field is ENV_VALUE. */
+export const ENV_JOIN = 'LEFT JOIN renv rv ON rv.actor = coalesce(l.identified_actor_id, e.actor_id)';
+export const ENV_VALUE = 'rv.value';

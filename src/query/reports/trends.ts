@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { queryTooLarge } from '../../errors.js';
-import { BREAKDOWN_DESCRIPTION, ENV_CTE, ENV_JOIN, EVENT_KEYS, parseBreakdown, type Breakdown } from '../dimensions.js';
+import { BREAKDOWN_DESCRIPTION, ENV_JOIN, ENV_VALUE, EVENT_KEYS, parseBreakdown, RESOLVED_ENV_CTE, type Breakdown } from '../dimensions.js';
 import { DAY_MS, HOUR_MS, isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
 import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
@@ -238,6 +238,12 @@ async function series(
   return { source: fromReadModel ? 'read_model' : 'events', series: await assemble(q, f, b, rows) };
 }
 
+/** A breakdown's value of a raw event (alias e): a property, an environment field of the actor after identify (envCte), or a column. */
+const breakdownKey = (b: Breakdown | undefined, sql: Params) =>
+  !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.env ? ENV_VALUE : b.expr;
+/** The environment CTE an environment breakdown reads (its field per actor, as /v1/environment reads it), with its comma; else nothing. */
+const envCte = (b: Breakdown | undefined, s: Filters['scope'], sql: Params) => (b?.env ? `${RESOLVED_ENV_CTE(sql.add(s.tenantId), b.expr)},` : '');
+
 /**
  * The rows from raw events, in the time zone's own buckets. Up to 63 buckets, the events per
  * (bucket, key) and each (key, actor)'s bucket mask (maskCounts); past that (or per hour), distinct
@@ -247,12 +253,12 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
   if (read.chunkRows > 0) return chunkedRows(q, f, b, limit, read);
   const s = f.scope;
   const sql = new Params();
-  const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.expr;
+  const key = breakdownKey(b, sql);
   const join = b?.env ? ENV_JOIN : '';
   const index = s.interval === 'hour' ? undefined : bucketIndex(s.interval, localDate(s.from, s.tz), localDate(new Date(s.to.getTime() - 1), s.tz), sql);
   if (index) {
     const i = index.of(`(e.occurred_at AT TIME ZONE ${sql.add(s.tz)})::date`);
-    const env = b?.env ? `${ENV_CTE(sql.add(s.tenantId))},` : '';
+    const env = envCte(b, s, sql);
     // Two hash aggregates over the events read once: a single one with grouping sets sorted them all for one of its sets.
     return rankedRows(
       q,
@@ -266,7 +272,7 @@ async function rawRows(q: Queryable, f: Filters, b: Breakdown | undefined, limit
     );
   }
   return q.query<Row>(
-    `WITH ${b?.env ? ENV_CTE(sql.add(s.tenantId)) + ',' : ''}
+    `WITH ${envCte(b, s, sql)}
      ev AS MATERIALIZED (${rawEvents(f, sql, `${bucketOf('e.occurred_at', sql, s)} AS b, ${key} AS k, ${ACTOR} AS actor`, join)}),
      top AS (SELECT k FROM ev GROUP BY k ORDER BY count(*) DESC, k NULLS LAST LIMIT ${sql.add(limit)}),
      m AS (SELECT b, actor, ${otherOf(b, 'ev')} AS o, ev.k FROM ev)
@@ -328,8 +334,8 @@ async function chunkedRows(q: Queryable, f: Filters, b: Breakdown | undefined, l
     f,
     read,
     (sql) => {
-      const key = !b ? 'NULL::text' : b.propertyKey !== undefined ? `e.properties ->> ${sql.add(b.propertyKey)}` : b.expr;
-      const env = b?.env ? `${ENV_CTE(sql.add(s.tenantId))},` : '';
+      const key = breakdownKey(b, sql);
+      const env = envCte(b, s, sql);
       const join = b?.env ? ENV_JOIN : '';
       if (masked) {
         const index = bucketIndex(s.interval as 'day' | 'week' | 'month', first, last, sql)!;
