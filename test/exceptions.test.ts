@@ -272,6 +272,20 @@ describe('exception validation', () => {
     assert.equal((await send(tenant.ingestKey, shallow)).statusCode, 200, 'reasonable nesting passes');
   });
 
+  it('CONTRACT nesting: breadcrumbs and environment_context 32 levels deep are accepted and stored; 33 levels answer 422', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    for (const field of ['breadcrumbs', 'environment_context']) {
+      for (const kind of ['array', 'object'] as const) {
+        const at = (levels: number) => exception({ [field]: JSON.parse(nestedJson(levels, kind)) });
+        const edge = at(32);
+        const res = await send(tenant.ingestKey, edge);
+        assert.equal(res.statusCode, 200, `${field} ${kind} at 32 levels: ${res.body}`);
+        assert.deepEqual((await one(tenant.id, edge.exception_id as string))![field], edge[field]);
+        assertProblem(await send(tenant.ingestKey, at(33)), 422, 'validation_error');
+      }
+    }
+  });
+
   it('BAD-INPUTS 10: \\u0000 in exception_type answers 422, never a 500', async () => {
     const tenant = await tenantWithProduct(t.app);
     const res = await send(tenant.ingestKey, exception({ exception_type: 'Type\u0000Error' }));

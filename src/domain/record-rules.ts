@@ -33,7 +33,8 @@ export const isPlainObject = (v: unknown): v is Record<string, unknown> => typeo
  * Integers beyond 2^53 are judged where they are properties (checkProperties); in an exception's
  * free-form context (breadcrumbs, environment_context) they are kept as the double they parse to.
  * `skip` names top-level keys whose own rules judge them (account_id, license_id), so they get
- * their specific code.
+ * their specific code. `depth` is the level of `value` itself: -1 for a record whose fields'
+ * values are what the limit measures.
  */
 export function findHostileContent(value: unknown, path: string, depth = 0, skip?: ReadonlySet<string>): Problem {
   const found = hostile(value, depth, skip);
@@ -72,7 +73,7 @@ function hostile(value: unknown, depth: number, skip?: ReadonlySet<string>): Fou
     // Checked first: an unstorable key must not reach a message or a field name.
     if (!isStorableString(key)) return { message: 'a key contains a NUL character or a lone surrogate', path: [] };
     if (HOSTILE_KEYS.has(key)) return { message: `the key "${key}" is not allowed`, path: [key] };
-    if (depth === 0 && skip?.has(key)) continue;
+    if (skip?.has(key)) continue; // given to the walk's start only
     const v = (value as Record<string, unknown>)[key];
     if (typeof v === 'boolean') continue;
     const found = hostile(v, depth + 1);

@@ -92,7 +92,8 @@ export function requiredText(body: Record<string, unknown>, field: string, max: 
 
 /** Hostile content, account/license ids and properties: the checks every record kind makes. */
 export function checkCommon(body: Record<string, unknown>, opts: { properties?: boolean } = {}): void {
-  const hostile = findHostileContent(body, '', 0, new Set(['account_id', 'license_id']));
+  // The record's own object is not a level: 32 levels is the nesting of its values, breadcrumbs and environment_context (CONTRACT.md).
+  const hostile = findHostileContent(body, '', -1, new Set(['account_id', 'license_id']));
   if (hostile) throw fieldError(hostile.field, hostile.message);
   for (const f of ['account_id', 'license_id'] as const) {
     const p = checkContextId(body[f], f);
