@@ -112,6 +112,25 @@ describe('versions', () => {
     assert.ok(first && last && first === last, `${first} ${last}`);
   });
 
+  it('events strict mode refuses on an archived version leave its first_seen and last_seen as they were', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const reg = await post(t.app, tenant.adminKey, '/v1/version-registrations', { product: 'app', product_version: '0.9' });
+    assert.equal(reg.statusCode, 201, reg.body);
+    assert.equal((await call('PATCH', `/v1/products/app/versions/${reg.json().id}`, tenant.adminKey, { status: 'archived' })).statusCode, 200);
+    await call('PATCH', '/v1/products/app', tenant.adminKey, { strict_versions_enabled: true });
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '0.9' }))).reason, 'UNREGISTERED_VERSION');
+    // An admitted event on another version, after it: its touch has landed once that version shows it.
+    await post(t.app, tenant.adminKey, '/v1/version-registrations', { product: 'app', product_version: '1.0' });
+    assert.equal((await judge(t.app, tenant.ingestKey, event({ product_version: '1.0' }))).status, 'accepted');
+    const versions = async () =>
+      (await get(t.app, tenant.adminKey, '/v1/products/app/versions')).json().data as { product_version: string; first_seen: string | null }[];
+    for (let i = 0; i < 50 && (await versions()).find((v) => v.product_version === '1.0')?.first_seen === null; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    const seen = Object.fromEntries((await versions()).map((v) => [v.product_version, v.first_seen]));
+    assert.ok(seen['1.0'], JSON.stringify(seen));
+    assert.equal(seen['0.9'], null);
+  });
+
   it('BAD-INPUTS 30: 50 concurrent batches that all carry one new version make exactly one version row', async () => {
     const tenant = await tenantWithProduct(t.app);
     const results = await Promise.all(Array.from({ length: 50 }, () => postEvents(t.app, tenant.ingestKey, [event({ product_version: '7.7.7' })])));

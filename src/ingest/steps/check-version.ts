@@ -5,7 +5,7 @@ export interface VersionCheck {
   verdicts: Verdict<AdmittedEvent>[];
   /** Versions seen for the first time on products without strict mode: registered in the batch's write. */
   register: VersionRef[];
-  /** Registered versions the batch names: their last_seen may move forward after the commit. */
+  /** Registered versions the batch admits events on: their last_seen may move forward after the commit. */
   seen: VersionRef[];
 }
 
@@ -35,6 +35,7 @@ export function checkVersions(events: readonly ResolvedEvent[], statuses: Readon
   return {
     verdicts,
     register: list.filter((p) => !p.strict && p.status === undefined).map(({ productId, version }) => ({ productId, version })),
-    seen: list.filter((p) => p.status !== undefined).map(({ productId, version }) => ({ productId, version })),
+    // Not a version strict mode refused: its events were not kept, so they did not see it.
+    seen: list.filter((p) => p.status !== undefined && !(p.strict && p.status !== 'active')).map(({ productId, version }) => ({ productId, version })),
   };
 }
