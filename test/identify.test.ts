@@ -109,6 +109,15 @@ describe('POST /v1/actors/identify', () => {
     assert.equal((await links(tenant.id))[0]!.product_version, null);
   });
 
+  it('identified_at null is read as absent: the time of receipt', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const before = Date.now();
+    const res = await identify(tenant.ingestKey, link({ identified_at: null }));
+    assert.equal(res.statusCode, 200, res.body);
+    const [stored] = await links(tenant.id);
+    assert.ok(Date.parse(stored!.identified_at) >= before - 1000, stored!.identified_at);
+  });
+
   it('strict mode on: a null product_version passes', async () => {
     const tenant = await tenantWithProduct(t.app);
     await strictOn(tenant.adminKey);

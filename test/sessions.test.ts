@@ -255,12 +255,21 @@ describe('POST /v1/events/sessions/end (CONTRACT.md "Sessions and exceptions")',
     const tenant = await tenantWithProduct(t.app);
     const s = sessionStart();
     await start(tenant.ingestKey, s);
-    for (const endReason of ['crash', 'NORMAL', '', 42, null, ['normal']]) {
+    for (const endReason of ['crash', 'NORMAL', '', 42, ['normal']]) {
       const res = await end(tenant.ingestKey, { session_id: s.session_id, ended_at: ENDED, end_reason: endReason });
       assert.equal(res.statusCode, 422, `end_reason ${JSON.stringify(endReason)}: ${res.body}`);
       assert.notEqual(res.json().code, 'reserved_end_reason');
     }
     assert.equal((await sessionRow(tenant.id, s.session_id as string))!.ended_at, null);
+  });
+
+  it('end_reason null is read as absent: the session ends normal (clients that serialise nulls are not punished)', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const s = sessionStart();
+    await start(tenant.ingestKey, s);
+    const res = await end(tenant.ingestKey, { session_id: s.session_id, ended_at: ENDED, end_reason: null });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal((await sessionRow(tenant.id, s.session_id as string))!.end_reason, 'normal');
   });
 
   it('sdk_recovery with the start context for an unknown session creates it and ends it in one step', async () => {

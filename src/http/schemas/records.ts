@@ -29,7 +29,11 @@ export const SessionStart = Type.Object({
 export const SessionEnd = Type.Object({
   session_id: Type.String(),
   ended_at: Type.String({ description: 'RFC 3339' }),
-  end_reason: Type.Optional(Type.String({ description: 'normal (default) | sdk_recovery; timeout is reserved for the server (422 reserved_end_reason)' })),
+  end_reason: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], {
+      description: 'normal (default; also for null) | sdk_recovery; timeout is reserved for the server (422 reserved_end_reason)',
+    }),
+  ),
   actor_id: Type.Optional(Type.String({ description: 'sdk_recovery start context: creates the session if it is unknown' })),
   started_at: Type.Optional(Type.String()),
   ...Product,
@@ -54,7 +58,7 @@ export const ExceptionBody = Type.Object({
 export const IdentifyBody = Type.Object({
   anonymous_actor_id: Type.String(),
   identified_actor_id: Type.String(),
-  identified_at: Type.Optional(Type.String({ description: 'RFC 3339; defaults to the time of receipt' })),
+  identified_at: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'RFC 3339; defaults (also for null) to the time of receipt' })),
   product: Type.Optional(Type.String()),
   product_version: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'null is allowed, also in strict mode' })),
   source_app: Type.Optional(Type.String()),
