@@ -209,6 +209,25 @@ describe('sessions', () => {
     assert.equal(bad.statusCode, 400);
   });
 
+  it('GET /v1/sessions?actor_id: an anonymous id linked by identify finds its sessions, listed under the user', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const start = { session_id: sid(7), actor_id: 'anon-7', product: 'app', product_version: '1.0', started_at: '2026-03-02T10:00:00Z' };
+    assert.equal((await postJson(t.app, tenant.ingestKey, '/v1/events/sessions', start)).statusCode, 200);
+    const link = { anonymous_actor_id: 'anon-7', identified_actor_id: 'user-7', product: 'app', product_version: '1.0' };
+    assert.equal((await postJson(t.app, tenant.ingestKey, '/v1/actors/identify', link)).statusCode, 200);
+    await foldReadModel(t.db);
+    for (const actor of ['anon-7', 'user-7']) {
+      const res = await get(t.app, tenant.adminKey, `/v1/sessions?${RANGE}&actor_id=${actor}`);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.deepEqual(
+        res.json().data.map((s: { session_id: string; actor_id: string }) => [s.session_id, s.actor_id]),
+        [[sid(7), 'user-7']],
+        actor,
+      );
+    }
+    assert.deepEqual((await get(t.app, tenant.adminKey, `/v1/sessions?${RANGE}&actor_id=anon-8`)).json().data, []);
+  });
+
   it('GET /v1/sessions: account and license ids only for keys that may see accounts (view_accounts)', async () => {
     const admin = await ok(`/v1/sessions?${RANGE}`);
     const s1 = admin.data.find((s: { session_id: string }) => s.session_id === sid(1));

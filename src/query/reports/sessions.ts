@@ -73,7 +73,13 @@ export async function listSessions(q: Queryable, principal: Principal, p: Static
   const sql = new Params();
   const w = [where(f, sql)];
   if (p.status) w.push(`r.status = ${sql.add(p.status)}`);
-  if (p.actor_id) w.push(`r.actor_id = ${sql.add(p.actor_id)}`);
+  // Sessions carry the actor after identify: an anonymous id finds its user's sessions, as the explorer's filter does.
+  if (p.actor_id) {
+    const actor = sql.add(p.actor_id);
+    w.push(
+      `r.actor_id = coalesce((SELECT k.identified_actor_id FROM actor_links k WHERE k.tenant_id = ${sql.add(f.scope.tenantId)} AND k.anonymous_actor_id = ${actor}), ${actor})`,
+    );
+  }
   if (before) w.push(`(r.started_at, r.session_id) < (${sql.add(before[0])}::timestamptz, ${sql.add(before[1])})`);
   const rows = await q.query<SessionOut & { started_at: Date; ended_at: Date | null; errors: string; at_key: string }>(
     `SELECT r.session_id, r.actor_id, p.slug AS product, r.product_version, r.account_id, r.license_id, r.started_at, r.ended_at, r.end_reason,
