@@ -246,6 +246,34 @@ describe('environment_context of an exception (CONTRACT.md "Sessions and excepti
   });
 });
 
+describe('/v1/environment/{field} under an event-level filter', () => {
+  it('counts the sessions of the actors the filter picks, not every session of the range', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    // A: Windows, an `open` event, two sessions; B: Linux, a `close` event, one session.
+    for (const [actor, os, name, sessions] of [
+      ['A', 'Windows', 'open', 2],
+      ['B', 'Linux', 'close', 1],
+    ] as const) {
+      const headers = { 'x-environment-data': header({ os_name: os }) };
+      assert.equal((await postEvents(t.app, tenant.ingestKey, [event({ actor_id: actor, name, timestamp: at(60_000) })], { headers })).statusCode, 200);
+      for (let i = 0; i < sessions; i++)
+        assert.equal((await post(t.app, tenant.ingestKey, '/v1/events/sessions', sessionStart({ actor_id: actor, started_at: at(i * 1000) }))).statusCode, 200);
+    }
+    await foldReadModel(t.db);
+    const rows = async (filter: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/environment/os?range=7d${filter}`);
+      assert.equal(res.statusCode, 200, res.body);
+      return (res.json().data as { value: string; actors: number; sessions: number }[]).map((r) => [r.value, r.actors, r.sessions]);
+    };
+    assert.deepEqual(await rows(''), [
+      ['Windows', 1, 2],
+      ['Linux', 1, 1],
+    ]);
+    assert.deepEqual(await rows('&name=open'), [['Windows', 1, 2]]);
+    assert.deepEqual(await rows('&category=ui&name=close'), [['Linux', 1, 1]]);
+  });
+});
+
 describe('requests race (CONTRACT.md "Browser clients")', () => {
   it('an event and an exception carrying a session_id not yet seen are accepted and keep it; the start, when it comes, is accepted', async () => {
     const tenant = await tenantWithProduct(t.app);

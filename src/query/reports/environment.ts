@@ -9,7 +9,8 @@ import { Params } from '../params.js';
 
 // Environment shares (docs/reports.md): active actors and sessions started in the range, by a
 // field of what clients sent in X-Environment-Data or an exception's environment_context (both
-// stored in environments; the actor's latest; a session counts under its actor's). Values past
+// stored in environments; the actor's latest; a session counts under its actor's; under an
+// event-level filter, only the sessions of the actors it picks). Values past
 // `limit` are summed into one "other" row; no value sent is null.
 
 export const EnvironmentQuery = Type.Object({
@@ -45,6 +46,8 @@ export async function environmentShares(q: Queryable, principal: Principal, fiel
   if (s.accountId !== undefined) sw.push(`r.account_id = ${sql.add(s.accountId)}`);
   if (s.licenseId !== undefined) sw.push(`r.license_id = ${sql.add(s.licenseId)}`);
   sw.push(segmentWhere(f, sql, 'r.actor_id'));
+  // An event-level filter picks actors (those with a matching event): the sessions column counts theirs.
+  if (f.category !== undefined || f.name !== undefined || f.properties.length > 0) sw.push('r.actor_id IN (SELECT actor FROM ad)');
   // `ad` is distinct already. Sessions are counted per actor before the join: 200k sessions
   // meet 50k environments as 50k rows (a merge join through rm_sessions_actor read them in actor
   // order: 200 → 90 ms at 10M events).
