@@ -428,6 +428,46 @@ describe('GET /v1/reports/active-actors', () => {
     ]);
   });
 
+  it('answers a range of years by month or week (more than 50 words of days per actor), and active accounts over it', async () => {
+    const own = await tenantWithProduct(t.app, 'business');
+    const batch = ['2017-03-15T10:00:00Z', '2025-06-02T10:00:00Z'].map((timestamp) => event({ actor_id: 'y1', timestamp, account_id: 'acme' }));
+    assert.equal((await postEvents(t.app, own.ingestKey, batch)).statusCode, 200);
+    await foldReadModel(t.db);
+    // From 2017-01-01 the windows reach back to 2016-12-02: 3,318 days, 53 words (106 halves).
+    const range = 'from=2017-01-01&to=2026-01-01';
+    const monthly = await get(t.app, own.adminKey, `/v1/reports/active-actors?${range}&interval=month`);
+    assert.equal(monthly.statusCode, 200, monthly.body);
+    const body = monthly.json();
+    assert.equal(body.data.length, 108);
+    assert.deepEqual(
+      body.data.filter((d: { active: number }) => d.active > 0),
+      [
+        { date: '2017-03-01', active: 1 },
+        { date: '2025-06-01', active: 1 },
+      ],
+    );
+    const life = (date: string) => body.lifecycle.find((l: { date: string }) => l.date === date);
+    assert.deepEqual(life('2025-06-01'), { date: '2025-06-01', new: 0, returning: 0, resurrecting: 1, dormant: 0 });
+    const weekly = await get(t.app, own.adminKey, `/v1/reports/active-actors?${range}&interval=week`);
+    assert.equal(weekly.statusCode, 200, weekly.body);
+    assert.deepEqual(
+      weekly.json().data.filter((d: { active: number }) => d.active > 0),
+      [
+        { date: '2017-03-13', active: 1 },
+        { date: '2025-06-02', active: 1 },
+      ],
+    );
+    const accounts = await get(t.app, own.adminKey, `/v1/reports/accounts?${range}&interval=month`);
+    assert.equal(accounts.statusCode, 200, accounts.body);
+    assert.deepEqual(
+      accounts.json().data.filter((d: { accounts: number }) => d.accounts > 0),
+      [
+        { date: '2017-03-01', accounts: 1, licenses: 0 },
+        { date: '2025-06-01', accounts: 1, licenses: 0 },
+      ],
+    );
+  });
+
   it('lifecycle and days active per week', async () => {
     const body = await ok(`/v1/reports/active-actors?${RANGE}&interval=week`);
     // Week of Jan 26: a1, a2 active, both first seen that week (new); a4 was active the week of Jan 19 (dormant).

@@ -14,10 +14,12 @@ export const WORD_DAYS = 63;
 
 /**
  * SQL: 63-day bigint words `<alias>.w0 …` as one text of their low and high 32-bit halves in
- * decimal (a JS number holds 32 bits exactly, not 63), for `eachWordBit`.
+ * decimal (a JS number holds 32 bits exactly, not 63), for `eachWordBit`. An array, not
+ * concat_ws's arguments: a function takes at most 100, which a range of 50 words (about 8.5
+ * years, by week or month) passed.
  */
 export function wordsText(alias: string, words: number): string {
-  return `concat_ws(',', ${Array.from({ length: words }, (_, w) => `${alias}.w${w} & 4294967295, ${alias}.w${w} >> 32`).join(', ')})`;
+  return `array_to_string(ARRAY[${Array.from({ length: words }, (_, w) => `${alias}.w${w} & 4294967295, ${alias}.w${w} >> 32`).join(', ')}], ',')`;
 }
 
 /** Calls `fn` with each set bit of a `wordsText` value: bit n of word w is day 63·w + n. */
