@@ -3,13 +3,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { startTestApp, type TestApp } from './helpers/app.js';
+import { startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 
 const run = promisify(execFile);
 let t: TestApp;
@@ -52,6 +53,37 @@ describe('OpenAPI document', () => {
       const statuses = Object.keys(doc.paths[path]!.post!.responses);
       for (const status of ['400', '413']) assert.ok(statuses.includes(status), `${path}: ${statuses.join(', ')}`);
     }
+  });
+
+  it('every query route declares the 400 of an unknown parameter, and the 413 and 415 of a body it refuses, as it answers them', async () => {
+    const { adminKey } = await tenantWithProduct(t.app, 'business');
+    const ingestion = ['/v1/events/sessions', '/v1/events/sessions/end', '/v1/events/exceptions', '/v1/actors/identify'];
+    const query = /^\/v1\/(reports|sessions|environment|exceptions|segments|funnels|retention|paths|events|actors|actor-erasures|accounts|licenses)\b/;
+    const sample: Record<string, string> = { field: 'os', fingerprint: 'fp', id: randomUUID() };
+    let checked = 0;
+    for (const { path, method, op } of operations()) {
+      if (!query.test(path) || ingestion.includes(path) || (path === '/v1/events' && method === 'post')) continue;
+      const url = path.replace(/\{(\w+)\}/g, (_m, name: string) => sample[name] ?? 'x');
+      const declared = Object.keys(op.responses);
+      const send = (extra: { url?: string; headers?: Record<string, string>; payload?: string }) =>
+        t.app.inject({
+          method: method.toUpperCase() as 'GET',
+          url: extra.url ?? url,
+          headers: { authorization: `Bearer ${adminKey}`, ...extra.headers },
+          payload: extra.payload,
+        });
+      const unknown = await send({ url: `${url}?zz=1` });
+      assert.equal(unknown.statusCode, 400, `${method} ${path}?zz=1: ${unknown.body}`);
+      assert.ok(declared.includes('400'), `${method} ${path} answers 400 and declares ${declared.join(', ')}`);
+      checked++;
+      if (method !== 'post' && method !== 'patch') continue;
+      const text = await send({ headers: { 'content-type': 'text/plain' }, payload: '{}' });
+      assert.equal(text.statusCode, 415, `${method} ${path} text/plain: ${text.body}`);
+      const big = await send({ headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'x'.repeat(1_100_000) }) });
+      assert.equal(big.statusCode, 413, `${method} ${path} over 1 MB: ${big.body}`);
+      for (const status of ['413', '415']) assert.ok(declared.includes(status), `${method} ${path} answers ${status} and declares ${declared.join(', ')}`);
+    }
+    assert.ok(checked > 30, `${checked} query operations`);
   });
 
   it('openapi-typescript generates types from it, and a typed call type-checks (a wrong one does not)', async () => {

@@ -52,7 +52,7 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
         tags,
         security,
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-        response: { 200: Erasure, ...problems(401, 403, 404) },
+        response: { 200: Erasure, ...problems(400, 401, 403, 404) },
       },
     },
     async (request) => {
@@ -75,7 +75,7 @@ export function dataRightsRoutes(app: App, ctx: AppContext): void {
         tags,
         security,
         params: ActorParams,
-        response: { 200: { description: 'NDJSON', content: { 'application/x-ndjson': { schema: Type.String() } } }, ...problems(401, 403) },
+        response: { 200: { description: 'NDJSON', content: { 'application/x-ndjson': { schema: Type.String() } } }, ...problems(400, 401, 403) },
       },
     },
     async (request, reply) => {

@@ -14,7 +14,7 @@ import * as S from '../schemas/behaviour.js';
 // src/query/behaviour/. Account and license answers pass the plan guard inside the query layer.
 const tags = ['behaviour'];
 const security = [{ bearer: [] }];
-const errors = problems(400, 401, 402, 403, 404, 422);
+const errors = problems(400, 401, 402, 403, 404, 413, 415, 422);
 
 /** Per-account and per-license answers need view_accounts besides read (CONTRACT.md, query side). */
 export async function accountAnswersNeedViewAccounts(request: FastifyRequest) {

@@ -14,7 +14,7 @@ import { accountAnswersNeedViewAccounts } from './funnels.js';
 // handlers over src/query/behaviour/retention.ts.
 const tags = ['behaviour'];
 const security = [{ bearer: [] }];
-const errors = problems(400, 401, 402, 403, 404, 422);
+const errors = problems(400, 401, 402, 403, 404, 413, 415, 422);
 
 export function retentionRoutes(app: App, ctx: AppContext): void {
   const on = { onRequest: requireKey(ctx.db, ['read']), preValidation: onlyKnownParams(), preHandler: accountAnswersNeedViewAccounts };

@@ -36,7 +36,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
         tags,
         security,
         body: S.SegmentCreate,
-        response: { 201: S.Segment, ...problems(400, 401, 402, 403) },
+        response: { 201: S.Segment, ...problems(400, 401, 402, 403, 413, 415) },
       },
     },
     async (request, reply) => {
@@ -63,7 +63,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
 
   app.get(
     '/v1/segments/:id',
-    { ...on(), schema: { summary: 'One saved segment', tags, security, params: IdParams, response: { 200: S.Segment, ...problems(401, 403, 404) } } },
+    { ...on(), schema: { summary: 'One saved segment', tags, security, params: IdParams, response: { 200: S.Segment, ...problems(400, 401, 403, 404) } } },
     async (request) => {
       return (await getSegment(ctx.db, principalOf(request).tenant.id, request.params.id)) ?? Promise.reject(missing());
     },
@@ -80,7 +80,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
         security,
         params: IdParams,
         body: S.SegmentUpdate,
-        response: { 200: S.Segment, ...problems(400, 401, 402, 403, 404) },
+        response: { 200: S.Segment, ...problems(400, 401, 402, 403, 404, 413, 415) },
       },
     },
     async (request) => {
@@ -100,7 +100,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     {
       ...on(),
       config: { write: true },
-      schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+      schema: { summary: 'Delete a segment', tags, security, params: IdParams, response: { 204: Type.Null(), ...problems(400, 401, 403, 404) } },
     },
     async (request, reply) => {
       if (!(await deleteSegment(ctx.db, principalOf(request).tenant.id, request.params.id))) throw missing();
@@ -117,7 +117,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
         tags,
         security,
         params: IdParams,
-        response: { 200: S.SegmentSize, ...problems(401, 402, 403, 404, 422) },
+        response: { 200: S.SegmentSize, ...problems(400, 401, 402, 403, 404, 422) },
       },
     },
     async (request) => segmentSize(ctx.db, principalOf(request), request.params.id, ctx.now()),
