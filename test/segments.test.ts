@@ -247,4 +247,34 @@ describe('segments', () => {
     // The same key may use a segment that names no account.
     assert.equal((await get(t.app, reader, `/v1/segments/${plain}/size`)).statusCode, 200);
   });
+
+  it('drill-down lists as CSV (a funnel step, a retention cell, a segment) echo the range, time zone and refreshed_at in headers, as JSON does', async () => {
+    const own = await tenantWithProduct(t.app, 'business');
+    await seed(own.ingestKey);
+    const scope = { ...range, tz: 'Europe/Berlin' };
+    const segment = await send(own.adminKey, 'POST', '/v1/segments', { name: 'clickers', definition: { ...scope, did: [CLICK] } });
+    assert.equal(segment.statusCode, 201, segment.body);
+    for (const [method, url, body] of [
+      ['POST', '/v1/funnels/actors', { ...scope, steps: [CLICK, OPEN], step: 1 }],
+      ['POST', '/v1/retention/actors', { ...scope, period: 'day', cohort: 0, cohort_period: 0 }],
+      ['GET', `/v1/segments/${segment.json().id}/actors`, undefined],
+    ] as const) {
+      const ask = (accept: string) =>
+        t.app.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${own.adminKey}`, accept, ...(body && { 'content-type': 'application/json' }) },
+          ...(body && { payload: JSON.stringify(body) }),
+        });
+      const json = await ask('application/json');
+      assert.equal(json.statusCode, 200, json.body);
+      const { range: echoed, tz } = json.json();
+      assert.equal(tz, 'Europe/Berlin');
+      const csv = await ask('text/csv');
+      assert.equal(csv.statusCode, 200, csv.body);
+      assert.match(csv.body, /^actor_id\r\n/);
+      assert.deepEqual([csv.headers['x-range-from'], csv.headers['x-range-to'], csv.headers['x-time-zone']], [echoed.from, echoed.to, tz], `${method} ${url}`);
+      assert.match(String(csv.headers['x-refreshed-at']), /^\d{4}-\d\d-\d\dT|^never$/, `${method} ${url}`);
+    }
+  });
 });

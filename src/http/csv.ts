@@ -45,8 +45,9 @@ export function csvTable(rows: Row[], columns?: string[]): string {
 }
 
 interface Echo {
-  range?: { from: string; to: string };
-  tz?: string;
+  /** null: a static segment's list, which has no range or zone. */
+  range?: { from: string; to: string } | null;
+  tz?: string | null;
   interval?: string;
   refreshed_at?: string | null;
   /** A paged list's cursor: as CSV, the next page's is in X-Next-Cursor (absent at the end). */

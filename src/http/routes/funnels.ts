@@ -4,7 +4,7 @@ import { funnelActorsPage, funnelUnitIds, idsCsv } from '../../query/behaviour/d
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { funnel } from '../../query/behaviour/funnels.js';
 import type { App, AppContext } from '../context.js';
-import { answer, funnelRows, sendCsv, wants } from '../csv.js';
+import { answer, echoHeaders, funnelRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -64,8 +64,12 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
       const { run, ids } = await funnelUnitIds(ctx.db, who, request.body, ctx.now());
       const save = request.body.save_as_segment;
       const segment_id = save ? await saveAsSegment(ctx.db, who.tenant, save, ids, run.query.count_by, ctx.now()) : undefined;
-      if (wants(request, 'text/csv')) return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
-      return { ...funnelActorsPage(run, ids, request.body, ctx.now()), ...(segment_id && { segment_id }) };
+      const page = funnelActorsPage(run, ids, request.body, ctx.now());
+      if (wants(request, 'text/csv')) {
+        echoHeaders(reply, page, `funnel-step-${request.body.step}`, 'csv');
+        return sendCsv(reply, `funnel-step-${request.body.step}`, idsCsv(`${run.query.count_by}_id`, ids));
+      }
+      return { ...page, ...(segment_id && { segment_id }) };
     },
   );
 }

@@ -3,7 +3,7 @@ import { retention, retentionUnitIds } from '../../query/behaviour/retention.js'
 import { saveAsSegment } from '../../query/behaviour/segments.js';
 import { asOf, echo } from '../../query/scope.js';
 import type { App, AppContext } from '../context.js';
-import { answer, retentionRows, sendCsv, wants } from '../csv.js';
+import { answer, echoHeaders, retentionRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { problems } from '../schemas/common.js';
@@ -53,15 +53,16 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
       const who = principalOf(request);
       const { plan, ids } = await retentionUnitIds(ctx.db, who, query, { cohort, period: cohort_period, criteria }, ctx.now());
       const segment_id = save_as_segment ? await saveAsSegment(ctx.db, who.tenant, save_as_segment, ids, plan.by, ctx.now()) : undefined;
-      if (wants(request, 'text/csv')) return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
-      return {
-        count_by: plan.by,
-        ...(segment_id && { segment_id }),
-        ...pageIds(ids, { limit, cursor }),
+      const head = {
         ...echo(plan.scope),
         interval: plan.period,
         refreshed_at: await asOf(ctx.db, who.tenant.id, plan.ctes?.readModel ?? false, ctx.now()),
       };
+      if (wants(request, 'text/csv')) {
+        echoHeaders(reply, head, `retention-${cohort}-${cohort_period}`, 'csv');
+        return sendCsv(reply, `retention-${cohort}-${cohort_period}`, idsCsv(`${plan.by}_id`, ids));
+      }
+      return { count_by: plan.by, ...(segment_id && { segment_id }), ...pageIds(ids, { limit, cursor }), ...head };
     },
   );
 }

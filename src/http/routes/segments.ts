@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { isUuidText } from '../../domain/text.js';
 import { notFound, validationError } from '../../errors.js';
 import { idsCsv } from '../../query/behaviour/drill.js';
-import { checkDefinition, segmentActorIds, segmentActors, segmentSize, type SegmentDefinition } from '../../query/behaviour/segments.js';
+import { allSegmentActors, checkDefinition, segmentActors, segmentSize, type SegmentDefinition } from '../../query/behaviour/segments.js';
 import { cursorKey, pageOf } from '../../query/page.js';
 import { deleteSegment, getSegment, insertSegment, listSegments, updateSegment } from '../../storage/segments.js';
 import type { App, AppContext } from '../context.js';
@@ -10,7 +10,7 @@ import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
 import { IdParams, page, problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
-import { sendCsv, wants } from '../csv.js';
+import { echoHeaders, sendCsv, wants } from '../csv.js';
 import { accountAnswersNeedViewAccounts } from './funnels.js';
 
 // Saved segments: CRUD, size and members. Permission read, also for saving (CONTRACT.md).
@@ -139,8 +139,9 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     async (request, reply) => {
       const who = principalOf(request);
       if (!wants(request, 'text/csv')) return segmentActors(ctx.db, who, request.params.id, request.query, ctx.now());
-      if (!(await getSegment(ctx.db, who.tenant.id, request.params.id))) throw missing();
-      return sendCsv(reply, `segment-${request.params.id}`, idsCsv('actor_id', await segmentActorIds(ctx.db, who, request.params.id, ctx.now())));
+      const { ids, ...head } = await allSegmentActors(ctx.db, who, request.params.id, ctx.now());
+      echoHeaders(reply, head, `segment-${request.params.id}`, 'csv');
+      return sendCsv(reply, `segment-${request.params.id}`, idsCsv('actor_id', ids));
     },
   );
 }

@@ -180,6 +180,14 @@ export async function segmentActors(db: Db, who: Reader, segmentId: string, p: {
   };
 }
 
+/** Every actor of the segment (up to 100,000, the CSV), with what the paged answer echoes. */
+export async function allSegmentActors(db: Db, who: Reader, segmentId: string, now: Date) {
+  const echo = await rangeOf(db, who, segmentId, now);
+  const reads: Reads = { readModel: false };
+  const ids = await segmentActorIds(db, who, segmentId, now, undefined, reads);
+  return { ids, ...echo, refreshed_at: await asOf(db, who.tenant.id, reads.readModel, now) };
+}
+
 /** "Save as segment": a drill-down's whole list becomes a static segment of actors. */
 export async function saveAsSegment(
   db: Db,
