@@ -45,6 +45,8 @@ export const DAY_MS = 86_400_000;
 export type Ymd = { y: number; m: number; d: number };
 /** A calendar date as YYYY-MM-DD. */
 export const isoDay = (d: Ymd) => new Date(Date.UTC(d.y, d.m - 1, d.d)).toISOString().slice(0, 10);
+/** Whether calendar date a is on or before b: as numbers, since ISO text stops sorting at year 10000 (`+010000-01-01`). */
+export const onOrBefore = (a: Ymd, b: Ymd) => Date.UTC(a.y, a.m - 1, a.d) <= Date.UTC(b.y, b.m - 1, b.d);
 /** The calendar date n days after d. */
 export function plusDays(d: Ymd, n: number): Ymd {
   const t = new Date(Date.UTC(d.y, d.m - 1, d.d + n));

@@ -1,6 +1,6 @@
 import { validationError } from '../../errors.js';
 import { ACTOR, rawEvents, segmentWhere, type Filters } from '../filters.js';
-import { isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { isLocalMidnight, isoDay, localDate, onOrBefore, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { WORD_DAYS } from './buckets.js';
 import { eachBit, monthRows, monthRowsWhere, monthTerms, termDays, termsBucketMask, type MonthTerm } from './month-terms.js';
 import { Params } from '../params.js';
@@ -35,7 +35,7 @@ export function wholeHourDays(tz: string, first: Ymd, last: Ymd, unitMs = 3_600_
   if (UTC_ZONES.has(tz)) return true;
   for (let d = first, n = 0; n <= 800; d = plusDays(d, 1), n++) {
     if (zonedMidnight(d.y, d.m, d.d, tz).getTime() % unitMs !== 0) return false;
-    if (isoDay(d) > isoDay(last)) return true;
+    if (!onOrBefore(d, last)) return true;
   }
   return false;
 }

@@ -1,4 +1,4 @@
-import { HOUR_MS, isoDay, plusDays, zonedMidnight, type Scope, type Ymd } from '../scope.js';
+import { HOUR_MS, onOrBefore, plusDays, zonedMidnight, type Scope, type Ymd } from '../scope.js';
 import type { Params } from '../params.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
@@ -36,7 +36,7 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
   // (month, shift) → per hour k, the days of the month whose hour k lies in the range.
   const byShift = new Map<string, { month: string; shift: number; days: number[] }>();
   let start = zonedMidnight(first.y, first.m, first.d, tz).getTime();
-  for (let d = first, g = 0; isoDay(d) <= isoDay(last); d = plusDays(d, 1), g++) {
+  for (let d = first, g = 0; onOrBefore(d, last); d = plusDays(d, 1), g++) {
     const next = plusDays(d, 1);
     const end = zonedMidnight(next.y, next.m, next.d, tz).getTime();
     if (start % HOUR_MS !== 0 || end % HOUR_MS !== 0 || end - start < 22 * HOUR_MS || end - start > 26 * HOUR_MS) return undefined;

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { queryTooLarge } from '../../errors.js';
 import { BREAKDOWN_DESCRIPTION, ENV_JOIN, ENV_VALUE, EVENT_KEYS, parseBreakdown, RESOLVED_ENV_CTE, type Breakdown } from '../dimensions.js';
-import { DAY_MS, HOUR_MS, isLocalMidnight, isoDay, localDate, plusDays, zonedMidnight, type Ymd } from '../scope.js';
+import { DAY_MS, HOUR_MS, isLocalMidnight, isoDay, localDate, onOrBefore, plusDays, zonedMidnight, type Ymd } from '../scope.js';
 import { localActorDays, monthBucketMask, UTC_ZONES, wholeHourDays } from './actor-days.js';
 import { bucketIndex, bucketLabels, bucketStart, type BucketIndex } from './buckets.js';
 import { eachBit } from './month-terms.js';
@@ -491,7 +491,7 @@ export async function trends(q: Queryable, principal: Principal, p: TrendsParams
 function bucketNumbers(first: Ymd, last: Ymd, i: 'day' | 'week' | 'month'): (g: number) => number {
   const numbers: number[] = [];
   let bucket = '';
-  for (let d = first; isoDay(d) <= isoDay(last); d = plusDays(d, 1)) {
+  for (let d = first; onOrBefore(d, last); d = plusDays(d, 1)) {
     const start = bucketStart(isoDay(d), i);
     numbers.push(start === bucket ? numbers.at(-1)! : numbers.length === 0 ? 0 : numbers.at(-1)! + 1);
     bucket = start;
