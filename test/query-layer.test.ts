@@ -60,6 +60,27 @@ describe('query layer', () => {
     );
   });
 
+  it('a range past 8999 is a 400 naming the field: what a query reaches past it (a next local day, retention periods) would be past 9999', async () => {
+    const tenant = await tenantWithProduct(t.app, 'business');
+    const read = (method: 'GET' | 'POST', url: string, body?: object) =>
+      t.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${tenant.adminKey}`, ...(body && { 'content-type': 'application/json' }) },
+        ...(body && { payload: JSON.stringify(body) }),
+      });
+    const late = { from: '9999-12-01', to: '9999-12-31T12:00:00Z', tz: 'America/New_York' };
+    const ok = { from: '8999-12-01', to: '8999-12-31T12:00:00Z', tz: 'America/New_York' };
+    for (const report of ['reports/active-actors', 'reports/versions?product=app', 'environment/os']) {
+      const url = (r: Record<string, string>) => `/v1/${report}${report.includes('?') ? '&' : '?'}${new URLSearchParams(r)}`;
+      assertBad(await read('GET', url(late)), 'to');
+      assert.equal((await read('GET', url(ok))).statusCode, 200, report);
+    }
+    assertBad(await read('POST', '/v1/retention', { to: '9999-12-31T23:59:59.999Z' }), 'to');
+    assert.equal((await read('POST', '/v1/retention', { to: '8999-12-31T23:59:59.999Z', period: 'month', periods: 90 })).statusCode, 200);
+    assertBad(await read('GET', '/v1/reports/trends?from=9000-01-01'), 'from');
+  });
+
   it('resolves ranges in a time zone: Nd are local days ending today, bare dates are local midnight', () => {
     const now = new Date('2026-03-10T01:30:00Z'); // 02:30 on 10 March in Berlin (UTC+1), 21:30 on 9 March in New York (UTC-4)
     assert.deepEqual(

@@ -157,10 +157,12 @@ export function resolveRange(p: ScopeParams, now: Date): { from: Date; to: Date;
         ? new Date(v)
         : new Date(NaN);
     // A calendar date that does not exist (Feb 30) is refused, not rolled over into the next month.
+    // Years to 8999: what a query reaches past its range (the next local day, 90 retention periods)
+    // stays before 10000, which ISO text writes `+010000-…` and PostgreSQL does not read.
     const ymd = /^(\d{4})-(\d{2})-(\d{2})/.exec(v);
     const real = ymd !== null && new Date(Date.UTC(Number(ymd[1]), Number(ymd[2]) - 1, Number(ymd[3]))).toISOString().slice(0, 10) === ymd[0];
-    if (!real || Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 9999)
-      throw validationError([{ field, message: 'an ISO 8601 date or date-time' }]);
+    if (!real || Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1970 || at.getUTCFullYear() > 8999)
+      throw validationError([{ field, message: 'an ISO 8601 date or date-time, in the years 1970 to 8999' }]);
     return at;
   };
   if (p.from !== undefined || p.to !== undefined) {
