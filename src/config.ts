@@ -66,6 +66,11 @@ interface Setting {
 
 const int = (minimum: number, maximum = Number.MAX_SAFE_INTEGER): TSchema => Type.Integer({ minimum, maximum });
 const url = (...schemes: string[]): TSchema => Type.String({ pattern: `^(${schemes.join('|')})://.+` });
+// Upper bounds where a larger value would not be honoured: a Node timer longer than 2^31 - 1 ms fires
+// after 1 ms instead, and a date more than about 270,000 years away is not a date (a trial end, a
+// retention cutoff). 100 years is past any real setting and keeps every date valid.
+const TIMER_MAX_MS = 2_147_483_647;
+const CENTURY_DAYS = 36_500;
 
 /** Every setting the server reads. An unset or empty variable takes its default. */
 const SETTINGS = {
@@ -77,18 +82,19 @@ const SETTINGS = {
   ADMIN_TOKEN: { schema: Type.String({ minLength: 8 }), takes: 'a secret of at least 8 characters' },
   METRICS_TOKEN: { schema: Type.String({ minLength: 8 }), takes: 'a secret of at least 8 characters' },
   PLANS_FILE: { schema: Type.String({ minLength: 1 }), takes: 'the path of a JSON file' },
-  ROLLUP_INTERVAL_SECONDS: { schema: int(1), takes: 'a whole number of seconds, 1 or more' },
-  SESSION_TIMEOUT_MINUTES: { schema: int(1), takes: 'a whole number of minutes, 1 or more' },
+  ROLLUP_INTERVAL_SECONDS: { schema: int(1, Math.floor(TIMER_MAX_MS / 1000)), takes: 'a whole number of seconds from 1 to 2147483 (about 24 days)' },
+  SESSION_TIMEOUT_MINUTES: { schema: int(1, CENTURY_DAYS * 1440), takes: 'a whole number of minutes from 1 to 52560000 (100 years)' },
   QUOTA_GRACE_HOURS: { schema: int(0), takes: 'a whole number of hours, 0 or more' },
   CANCEL_GRACE_HOURS: { schema: int(0), takes: 'a whole number of hours, 0 or more' },
-  TRIAL_DAYS: { schema: int(0), takes: 'a whole number of days, 0 or more' },
-  DEAD_LETTER_RETENTION_DAYS: { schema: int(1), takes: 'a whole number of days, 1 or more' },
-  EVENT_RETENTION_DAYS: { schema: int(0), takes: 'a whole number of days, 0 (keep forever) or more' },
+  TRIAL_DAYS: { schema: int(0, CENTURY_DAYS), takes: 'a whole number of days from 0 to 36500' },
+  DEAD_LETTER_RETENTION_DAYS: { schema: int(1, CENTURY_DAYS), takes: 'a whole number of days from 1 to 36500' },
+  EVENT_RETENTION_DAYS: { schema: int(0, CENTURY_DAYS), takes: 'a whole number of days from 0 (keep forever) to 36500' },
   LOG_LEVEL: { schema: Type.Union(LOG_LEVELS.map((l) => Type.Literal(l))), takes: `one of ${LOG_LEVELS.join(', ')}` },
   ACCESS_LOG: { schema: Type.Boolean(), takes: 'true or false' },
   EMBEDDED_SYNC: { schema: Type.Union([Type.Literal('commit'), Type.Literal('off')]), takes: 'commit or off' },
-  SHUTDOWN_GRACE_MS: { schema: int(0), takes: 'a whole number of milliseconds, 0 or more' },
-  SHUTDOWN_DELAY_MS: { schema: int(0), takes: 'a whole number of milliseconds, 0 or more' },
+  // Their sum is one timer (src/server.ts).
+  SHUTDOWN_GRACE_MS: { schema: int(0, Math.floor(TIMER_MAX_MS / 2)), takes: 'a whole number of milliseconds from 0 to 1073741823' },
+  SHUTDOWN_DELAY_MS: { schema: int(0, Math.floor(TIMER_MAX_MS / 2)), takes: 'a whole number of milliseconds from 0 to 1073741823' },
   MAX_EVENT_LOOP_DELAY_MS: { schema: int(0), takes: 'a whole number of milliseconds (0 turns the check off)' },
   OVERLOAD_SUSTAIN_MS: { schema: int(0), takes: 'a whole number of milliseconds the event-loop delay must last before requests are shed' },
   MAX_HEAP_USED_BYTES: { schema: int(0), takes: 'a whole number of bytes (0 turns the check off)' },

@@ -38,6 +38,12 @@ describe('settings are validated at start', () => {
     ['SHUTDOWN_GRACE_MS', '1.5s', /SHUTDOWN_GRACE_MS takes a whole number of milliseconds/],
     ['ACCESS_LOG', 'maybe', /ACCESS_LOG takes true or false/],
     ['DATABASE_URL', 'mysql://x', /DATABASE_URL takes a postgres:\/\/ URL/],
+    // Values past what a timer or a date can hold: refused, never run every millisecond or failing later.
+    ['ROLLUP_INTERVAL_SECONDS', '3000000', /ROLLUP_INTERVAL_SECONDS takes a whole number of seconds from 1 to 2147483/],
+    ['SHUTDOWN_GRACE_MS', '3000000000', /SHUTDOWN_GRACE_MS takes a whole number of milliseconds from 0 to 1073741823/],
+    ['TRIAL_DAYS', '200000000', /TRIAL_DAYS takes a whole number of days from 0 to 36500/],
+    ['SESSION_TIMEOUT_MINUTES', '9000000000000', /SESSION_TIMEOUT_MINUTES takes a whole number of minutes from 1 to 52560000/],
+    ['DEAD_LETTER_RETENTION_DAYS', '90000000000', /DEAD_LETTER_RETENTION_DAYS takes a whole number of days from 1 to 36500/],
   ] as const) {
     it(`${name}=${value}: one sentence naming the variable and what it takes, exit 1, no stack trace`, async () => {
       const { code, stdout, stderr } = await failingStart({ [name]: value, DATA_DIR: join(tmpdir(), 'tally-never-created') });
