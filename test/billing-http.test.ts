@@ -190,6 +190,25 @@ describe('billing over HTTP', () => {
     assert.equal((await tenantInfo(tenant.id)).usage.events, 2);
   });
 
+  it('a cap plan reached by two batches committing together: the grace runs from then, and the batch after it is 402', async () => {
+    // Each batch alone stays under the allotment of 5; the two together pass it. On PostgreSQL they
+    // commit on two connections without seeing each other; several tenants make the overlap certain.
+    const tenants = await Promise.all(Array.from({ length: 8 }, () => tenantWithProduct(t.app, 'starter')));
+    await Promise.all(
+      tenants.map(async (tenant) => {
+        const codes = await Promise.all([0, 1].map(() => postEvents(t.app, tenant.ingestKey, [event(), event(), event()]).then((r) => r.statusCode)));
+        assert.deepEqual(codes, [200, 200]);
+      }),
+    );
+    advance(72 * HOUR);
+    for (const tenant of tenants) {
+      const res = await postEvents(t.app, tenant.ingestKey, [event()]);
+      assert.equal(res.statusCode, 402, 'the 72 h grace began when the allotment was reached');
+      assert.equal(res.json().reason, 'quota_exhausted');
+      assert.equal((await tenantInfo(tenant.id)).usage.events, 6);
+    }
+  });
+
   it('counts exactly under concurrent batches', async () => {
     const tenant = await tenantWithProduct(t.app, 'business');
     await Promise.all(

@@ -35,6 +35,8 @@ export interface BatchInput {
   /** The billing period the new events count in, and the plan's allotment: reaching it stamps the tenant. */
   periodStart: Date;
   allotment: number | null;
+  /** A cap plan: its stamp decides when ingestion stops (storage/event-batch.ts, after the commit). */
+  capped?: boolean;
   elements: unknown[];
 }
 
@@ -86,6 +88,7 @@ export function createEventIngest(db: Db, log: IngestLog): EventIngest {
       receivedAt: input.receivedAt,
       periodStart: input.periodStart,
       allotment: input.allotment,
+      capped: input.capped ?? false,
       events: unique,
       rejected: [...judged.rejections].map(([index, rejection]) => ({ raw: input.elements[index], rejection })),
       register: versions.register,

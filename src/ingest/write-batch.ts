@@ -11,6 +11,7 @@ export interface BatchWrite {
   receivedAt: Date;
   periodStart: Date;
   allotment: number | null;
+  capped: boolean;
   events: AdmittedEvent[];
   rejected: { raw: unknown; rejection: Rejection }[];
   register: VersionRef[];
@@ -62,6 +63,7 @@ export async function writeBatch(db: Db, signs: SessionSigns, w: BatchWrite): Pr
     receivedAt: w.receivedAt,
     periodStart: w.periodStart,
     allotment: w.allotment,
+    capped: w.capped,
     events,
     letters,
     newVersions: w.register,

@@ -11,6 +11,8 @@ export interface EventBatchWrite {
   /** The billing period the new events are counted in, and the plan's allotment for it. */
   periodStart: Date;
   allotment: number | null;
+  /** A cap plan: the stamp is made certain after the commit (below). */
+  capped: boolean;
   /** Accepted events, sorted by event_id so that concurrent batches lock in one order. */
   events: EventRecord[];
   letters: DeadLetter[];
@@ -29,7 +31,12 @@ export interface EventBatchWrite {
  * after it resolves (on the embedded store, after the WAL is on disk).
  *
  * Every CTE reads the snapshot the statement started with, so the quota check adds this batch's
- * count to the committed sum itself: exactly what it would read after the counter's update.
+ * count to the committed sum itself: exactly what it would read after the counter's update. It
+ * cannot see batches committing at the same moment (another process, another connection): two
+ * that together reach the allotment each see only their own. So on a cap plan, where the stamp
+ * starts the grace period, a batch that did not stamp checks again after its commit, when the
+ * later of two such batches sees both (one statement more, only until the stamp: a cap plan's tenant
+ * sends little more than its allotment).
  *
  * Returns the ids that were new to the store. Usually all of them: the statement returns only the
  * count and its transaction id, and only when the count falls short (a client's retry) are the new
@@ -48,7 +55,8 @@ export async function writeEventBatch(db: Db, w: EventBatchWrite): Promise<Set<s
     `stamp AS (
        UPDATE tenants SET quota_exhausted_at = $2, quota_period_start = $4
         WHERE id = $1 AND quota_period_start IS DISTINCT FROM $4 AND (SELECT n FROM n) > 0
-          AND (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $4) + (SELECT n FROM n) >= $6)`,
+          AND (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $4) + (SELECT n FROM n) >= $6
+        RETURNING 1)`,
   ];
   if (w.letters.length > 0) parts.push(`letters AS (${deadLettersInsertSql('$1', $(w.apiKeyId), '$2', $(deadLetterRows(w.letters)))})`);
   if (w.newVersions.length > 0) {
@@ -73,7 +81,21 @@ export async function writeEventBatch(db: Db, w: EventBatchWrite): Promise<Set<s
           WHERE excluded.last_seen_at > session_early_signs.last_seen_at)`,
     );
   }
-  const [row] = await db.write<{ n: number; xid: string }>(`WITH ${parts.join(',\n')}\nSELECT n.n, pg_current_xact_id()::text AS xid FROM n`, params);
+  const [row] = await db.write<{ n: number; xid: string; stamped: boolean }>(
+    `WITH ${parts.join(',\n')}
+     SELECT n.n, pg_current_xact_id()::text AS xid,
+            EXISTS (SELECT 1 FROM stamp) OR EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND quota_period_start = $4) AS stamped
+       FROM n`,
+    params,
+  );
+  if (w.capped && w.allotment !== null && row!.n > 0 && !row!.stamped) {
+    await db.write(
+      `UPDATE tenants SET quota_exhausted_at = $2, quota_period_start = $3
+        WHERE id = $1 AND quota_period_start IS DISTINCT FROM $3
+          AND (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $3) >= $4`,
+      [w.tenantId, w.receivedAt, w.periodStart, w.allotment],
+    );
+  }
   if (row!.n === w.events.length) return new Set(w.events.map((e) => e.event_id));
   const fresh = await db.query<{ event_id: string }>(
     'SELECT event_id FROM events WHERE tenant_id = $1 AND event_id = ANY($2::uuid[]) AND ingest_xid = $3::bigint',

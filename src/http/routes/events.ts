@@ -54,6 +54,7 @@ export function eventRoutes(app: App, ctx: AppContext): void {
         receivedAt,
         periodStart: billingPeriod(new Date(tenant.cycle_anchor), receivedAt).start,
         allotment: ctx.plans[tenant.plan].monthly_events,
+        capped: ctx.plans[tenant.plan].policy === 'cap',
         elements: request.body as unknown[],
       });
       await keepEnvironment(ctx, request);
