@@ -182,6 +182,22 @@ const CHECKS: [string, string, string][] = [
        LEFT JOIN actor_links k ON k.tenant_id = x.tenant_id AND k.anonymous_actor_id = x.actor_id
       WHERE x.tenant_id = $1 GROUP BY x.session_id, 2, x.end_reason, x.ended_at`,
   ],
+  [
+    // Release health's sets (migration 230): the days built and not changed since, against raw sessions.
+    'session sets',
+    `SELECT day::text, product_version, sum(sessions)::int AS sessions, sum(crashed)::int AS crashed, sum(bit_count(actors))::int AS actors,
+            sum(bit_count(crashed_actors))::int AS crashed_actors
+       FROM rm_session_sets WHERE tenant_id = $1 AND day NOT IN (SELECT day FROM rm_session_days_stale WHERE tenant_id = $1) GROUP BY 1, 2`,
+    `SELECT day::text, product_version, count(*)::int AS sessions, count(*) FILTER (WHERE crashed)::int AS crashed, count(DISTINCT actor_id)::int AS actors,
+            count(DISTINCT actor_id) FILTER (WHERE crashed)::int AS crashed_actors
+       FROM (SELECT (x.started_at AT TIME ZONE 'UTC')::date AS day, x.product_version, coalesce(k.identified_actor_id, x.actor_id) AS actor_id,
+                    coalesce(bool_or(e.severity = 'fatal'), false) AS crashed
+               FROM sessions x LEFT JOIN exceptions e ON e.tenant_id = x.tenant_id AND e.session_id = x.session_id
+               LEFT JOIN actor_links k ON k.tenant_id = x.tenant_id AND k.anonymous_actor_id = x.actor_id
+              WHERE x.tenant_id = $1 GROUP BY x.session_id, 1, 2, 3) s
+      WHERE day < (now() AT TIME ZONE 'UTC')::date AND day NOT IN (SELECT day FROM rm_session_days_stale WHERE tenant_id = $1)
+      GROUP BY 1, 2`,
+  ],
 ];
 
 async function assertMatchesRaw(tenantId: string, when: string): Promise<void> {
@@ -217,6 +233,10 @@ describe('read model', () => {
       ).statusCode,
       200,
     );
+    // A session of anon-1 three days ago: its day's release-health sets are built, then moved by the link below.
+    const S3 = '0190a0b0-0000-7000-8000-000000000003';
+    const s3 = { session_id: S3, actor_id: 'anon-1', product: 'app', product_version: '1.0.0', started_at: at(-3 * DAY) };
+    assert.equal((await post(t.app, tn.ingestKey, '/v1/events/sessions', s3)).statusCode, 200);
     await runJob();
     assert.equal((await postEvents(t.app, tn.ingestKey, first)).statusCode, 200, 'a client retry of the whole batch: duplicates');
     await crashMidFold();
@@ -290,6 +310,7 @@ describe('read model', () => {
       [
         [S1, 'crashed', 'acme', 'user-1'],
         [S2, 'errored', 'acme', 'u2'],
+        [S3, 'open', null, 'user-1'],
       ],
     );
 

@@ -1,7 +1,8 @@
 // Sessions list, stats and release health, and an exception group's trend, over app.inject against a real store (PGlite, or PostgreSQL with TEST_DATABASE_URL); the rollup job runs once for real; nothing is faked. Right answers worked out by hand in the comments.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTenant, foldReadModel, get, readOnlyKey, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
+import { actorErasureJob } from '../src/jobs/data-rights.js';
+import { createTenant, foldReadModel, get, readOnlyKey, runJob, startTestApp, tenantWithProduct, type TestApp, post as postJson } from './helpers/app.js';
 
 let t: TestApp;
 let key: string;
@@ -152,6 +153,98 @@ describe('sessions', () => {
       one.data.map((r: Record<string, unknown>) => [r.product_version, r.sessions, r.adoption]),
       [['2.0', 2, { sessions: 40, actors: 33.3333 }]],
     );
+  });
+
+  it('release health from the sets of actors: partial days, a stale day, an identify link and an erasure, against rm_sessions', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const send = async (url: string, payload: unknown) => assert.equal((await postJson(t.app, tenant.ingestKey, url, payload)).statusCode, 200, url);
+    const sessions: [number, string, string, string][] = [
+      [1, 'u1', '1.0', '2026-03-02T10:00:00Z'],
+      [2, 'u2', '1.0', '2026-03-02T23:30:00Z'],
+      [3, 'u1', '2.0', '2026-03-03T12:00:00Z'],
+      [4, 'anon', '1.0', '2026-03-03T08:00:00Z'],
+      [5, 'u3', '2.0', '2026-03-04T03:00:00Z'],
+      [6, 'u2', '1.0', '2026-03-04T15:00:00Z'],
+    ];
+    for (const [i, actor, version, at] of sessions)
+      await send('/v1/events/sessions', { session_id: sid(i), actor_id: actor, product: 'app', product_version: version, started_at: at });
+    const fatal = { exception_id: 'f1', exception_type: 'E', severity: 'fatal', occurred_at: '2026-03-02T10:05:00Z', session_id: sid(1) };
+    await send('/v1/events/exceptions', { ...fatal, actor_id: 'u1', product: 'app', product_version: '1.0' });
+    await foldReadModel(t.db);
+    const [built] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM rm_session_sets WHERE tenant_id = $1', [tenant.id]);
+    assert.equal(built!.n, 5, 'a set row per (day, version): Mar 2 1.0; Mar 3 1.0, 2.0; Mar 4 1.0, 2.0');
+    const health = async (query: string) => {
+      const res = await get(t.app, tenant.adminKey, `/v1/sessions/release-health?${query}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const body = res.json();
+      return { range: body.range as { from: string; to: string }, data: body.data as Record<string, unknown>[] };
+    };
+    const shape = (data: Record<string, unknown>[]) =>
+      data.map((r) => [r.product_version, r.sessions, r.actors, r.crashed_sessions, r.crashed_actors, r.adoption]);
+    // The same numbers from rm_sessions' rows of the answer's range.
+    const recomputed = async (range: { from: string; to: string }, version?: string) => {
+      const where = 'tenant_id = $1 AND started_at >= $2 AND started_at < $3';
+      const rows = await t.db.query<{ v: string; sessions: number; actors: number; crashed: number; crashed_actors: number }>(
+        `SELECT product_version AS v, count(*)::int AS sessions, count(DISTINCT actor_id)::int AS actors, count(*) FILTER (WHERE status = 'crashed')::int AS crashed,
+                count(DISTINCT actor_id) FILTER (WHERE status = 'crashed')::int AS crashed_actors
+           FROM rm_sessions WHERE ${where} GROUP BY 1 ORDER BY count(*) DESC, 1`,
+        [tenant.id, range.from, range.to],
+      );
+      const [all] = await t.db.query<{ sessions: number; actors: number }>(
+        `SELECT count(*)::int AS sessions, count(DISTINCT actor_id)::int AS actors FROM rm_sessions WHERE ${where}`,
+        [tenant.id, range.from, range.to],
+      );
+      const pct = (n: number, d: number) => Math.round((n / d) * 1_000_000) / 10_000;
+      return rows
+        .filter((r) => version === undefined || r.v === version)
+        .map((r) => [r.v, r.sessions, r.actors, r.crashed, r.crashed_actors, { sessions: pct(r.sessions, all!.sessions), actors: pct(r.actors, all!.actors) }]);
+    };
+    const queries = [
+      'from=2026-03-02&to=2026-03-05', // whole UTC days: sets alone
+      'from=2026-03-02&to=2026-03-05&tz=America/New_York', // Mar 3 and 4 from sets, the ends from rows
+      'from=2026-03-02T12:00:00Z&to=2026-03-04T12:00:00Z', // Mar 3 from sets
+      'from=2026-03-02T11:00:00Z&to=2026-03-02T23:59:00Z', // no whole day
+      'from=2026-03-02&to=2026-03-05&product=app&version=1.0',
+    ];
+    const agree = async (why: string) => {
+      for (const query of queries) {
+        const { range, data } = await health(query);
+        assert.deepEqual(shape(data), await recomputed(range, query.includes('version=') ? '1.0' : undefined), `${why}: ${query}`);
+      }
+    };
+    // By hand, Mar 2–4 UTC: 1.0 s1 (u1, crashed), s2 (u2), s4 (anon), s6 (u2): 4 sessions, 3 actors, 1 crashed;
+    // 2.0 s3 (u1), s5 (u3): 2 sessions, 2 actors. Every version: 6 sessions, 4 actors.
+    assert.deepEqual(shape((await health(queries[0]!)).data), [
+      ['1.0', 4, 3, 1, 1, { sessions: 66.6667, actors: 75 }],
+      ['2.0', 2, 2, 0, 0, { sessions: 33.3333, actors: 50 }],
+    ]);
+    await agree('built');
+    // A day changed since its sets were built is read from rows (here: marked as a change would mark it).
+    await t.db.query("INSERT INTO rm_session_days_stale (tenant_id, day) VALUES ($1, '2026-03-03') ON CONFLICT DO NOTHING", [tenant.id]);
+    await agree('Mar 3 stale');
+    // anon is u2's device: 1.0 has u1 and u2; every version u1, u2, u3.
+    await send('/v1/actors/identify', { anonymous_actor_id: 'anon', identified_actor_id: 'u2', product: 'app', product_version: '1.0' });
+    await foldReadModel(t.db);
+    assert.deepEqual(shape((await health(queries[0]!)).data), [
+      ['1.0', 4, 2, 1, 1, { sessions: 66.6667, actors: 66.6667 }],
+      ['2.0', 2, 2, 0, 0, { sessions: 33.3333, actors: 66.6667 }],
+    ]);
+    await agree('after the link');
+    // u1 erased: its days are stale until the job builds them again; right either way.
+    const erase = await t.app.inject({ method: 'DELETE', url: '/v1/actors/u1', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    assert.equal(erase.statusCode, 202, erase.body);
+    await runJob(t.db, actorErasureJob());
+    const afterErasure = [
+      ['1.0', 3, 1, 0, 0, { sessions: 75, actors: 50 }],
+      ['2.0', 1, 1, 0, 0, { sessions: 25, actors: 50 }],
+    ];
+    assert.deepEqual(shape((await health(queries[0]!)).data), afterErasure);
+    await agree('erased, not built');
+    await foldReadModel(t.db);
+    assert.deepEqual(shape((await health(queries[0]!)).data), afterErasure);
+    await agree('erased and built');
+    const [left] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM rm_actor_ordinals WHERE tenant_id = $1 AND actor_id = 'u1'", [tenant.id]);
+    assert.equal(left!.n, 0, "u1's ordinal went with it");
   });
 
   it('compare=previous: stats, release health and the exception trend answer the previous day too; the list refuses it', async () => {

@@ -1,5 +1,6 @@
 import { LOCKS, type LockedSession, type ScriptStatement } from '../storage/db.js';
 import { compactDay, compactionDue, mergeMonthsStep, settleDays } from '../storage/read-model/compact.js';
+import { sessionSetsStep } from '../storage/read-model/session-sets.js';
 import { WINDOW_DAYS } from '../storage/read-model/tables.js';
 import {
   dirtyTenants,
@@ -21,6 +22,8 @@ const COMPACT_PER_RUN = 64;
 export const VACUUM_EVERY_MS = 10 * 60_000;
 /** rm_actor_months' merge steps per compaction, at most (a merge is never urgent: deltas cost rows, not answers). */
 const MERGE_STEPS_PER_RUN = 64;
+/** Days of release health's sets built per run, at most, one per transaction (never urgent: readers read a stale day's rows). */
+const SET_DAYS_PER_RUN = 64;
 
 /** The window: the 30 UTC days ending on the day of `now` (today included). */
 export function windowStart(now: Date): string {
@@ -262,6 +265,7 @@ export function rollupJob(intervalSeconds: number, options: RollupOptions = {}):
       for (const tenantId of due) await step(s, watch, 'refresh', refreshTenant(tenantId, start, now, detailMinRows));
       await step(s, watch, 'touch', touchRefreshed(now));
       await mergeMonths(s, watch, merge);
+      await buildSessionSets(s, now, watch);
       // Last, every vacuumEveryMs: one table per statement, so that the embedded store serves
       // requests between them (docs/read-model.md, "Upkeep").
       if (performance.now() - vacuumedAt >= vacuumEveryMs) {
@@ -315,5 +319,14 @@ async function mergeMonths(s: LockedSession, watch: Watch, merge: Merge): Promis
     // and any that took longer than sliceMs.
     if (keys >= limit / 2 || (keys > 0 && ms > merge.sliceMs)) merge.usPerKey = Math.max((ms * 1000) / keys, 0.95 * merge.usPerKey);
     if (keys < limit) break; // none left
+  }
+}
+
+/** Release health's sets of the stale days before today (read-model/session-sets.ts), a day per transaction, until none is left or SET_DAYS_PER_RUN were built. */
+async function buildSessionSets(s: LockedSession, now: Date, watch: Watch): Promise<void> {
+  const today = now.toISOString().slice(0, 10);
+  for (let n = 0; n < SET_DAYS_PER_RUN; n++) {
+    const { rows } = await step(s, watch, 'session sets', sessionSetsStep(today, 1), (r) => ({ days: r.stale?.[0]?.n }));
+    if (!rows.stale?.[0]?.any) break;
   }
 }

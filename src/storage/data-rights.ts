@@ -71,8 +71,8 @@ export type Erased = Record<string, number>;
  *            actor_links, invalid_events (any dead letter whose raw payload names the actor)
  *   derived: rm_event_hours, rm_feature_days, rm_usage_days (the actor's folded share taken out
  *            as negative deltas), rm_account_version_first (its accounts' rows recomputed from
- *            those usage days), rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions
- *            (the actor's rows), actor_traits, segment_members, and rollup_dirty (the tenant's
+ *            those usage days), rm_actor_days, rm_actor_months, rm_actor_first, rm_actor_event_first, rm_sessions,
+ *            rm_actor_ordinals (the actor's rows; its days' rm_session_sets are built again), actor_traits, segment_members, and rollup_dirty (the tenant's
  *            account and license snapshots are rebuilt at the next run)
  * Usage counters (billing) are not changed: they count events, not people.
  */
@@ -149,7 +149,17 @@ export async function eraseActor(q: Queryable, tenantId: string, actorId: string
       GROUP BY 2, 3, 4`,
     pa,
   );
-  for (const table of ['rm_actor_days', 'rm_actor_months', 'rm_actor_first', 'rm_actor_event_first', 'rm_sessions', 'actor_traits', 'segment_members']) {
+  // rm_sessions' delete marks the actor's days stale (migration 230): their release-health sets are built again without it.
+  for (const table of [
+    'rm_actor_days',
+    'rm_actor_months',
+    'rm_actor_first',
+    'rm_actor_event_first',
+    'rm_sessions',
+    'rm_actor_ordinals',
+    'actor_traits',
+    'segment_members',
+  ]) {
     await count(table, `DELETE FROM ${table} WHERE tenant_id = $1 AND actor_id = ANY($2::text[])`);
   }
   await q.query('INSERT INTO rollup_dirty (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING', [tenantId]);

@@ -19,6 +19,7 @@ import { wholeHourDays } from './actor-days.js';
 import { bucketLabels } from './buckets.js';
 import { localDate } from '../scope.js';
 import { Params } from '../params.js';
+import { healthFromSets, type HealthRow } from './session-sets.js';
 
 // Sessions (docs/reports.md), from the read model's sessions (rm_sessions: status as Sentry's
 // release health defines it, the actor after identify, the account a session adopted), counted
@@ -171,6 +172,31 @@ export async function releaseHealth(q: Queryable, principal: Principal, p: Stati
 
 async function health(q: Queryable, f: Filters) {
   if (f.scope.empty) return { data: [] };
+  // Without an account or license filter, from the sets of actors the rollup job keeps (session-sets.ts).
+  const sets = f.scope.accountId === undefined && f.scope.licenseId === undefined;
+  const { rows, totals } = sets ? await healthFromSets(q, f, where) : await healthFromRows(q, f);
+  const allSessions = n(totals?.sessions);
+  const allActors = n(totals?.actors);
+  return {
+    data: rows.map((r) => ({
+      product: r.product,
+      product_version: r.product_version,
+      sessions: n(r.sessions),
+      actors: n(r.actors),
+      crashed_sessions: n(r.crashed),
+      errored_sessions: n(r.errored),
+      abnormal_sessions: n(r.abnormal),
+      healthy_sessions: n(r.healthy),
+      crashed_actors: n(r.crashed_actors),
+      crash_free_sessions: rate(n(r.crashed), n(r.sessions)),
+      crash_free_actors: rate(n(r.crashed_actors), n(r.actors)),
+      adoption: { sessions: rate(allSessions - n(r.sessions), allSessions), actors: rate(allActors - n(r.actors), allActors) },
+    })),
+  };
+}
+
+/** Release health from rm_sessions' rows: under an account or license filter (the sets carry neither). */
+async function healthFromRows(q: Queryable, f: Filters): Promise<{ rows: HealthRow[]; totals: { sessions: string; actors: string } | undefined }> {
   // Two statements, sent together (as session stats'): per version, its sessions by status and
   // its distinct actors, each (actor, version) hashed once and then summed per version (a
   // count(DISTINCT) per version sorted every group's actors, twice: 260 → 205 ms over 200k
@@ -181,7 +207,7 @@ async function health(q: Queryable, f: Filters) {
   const all = new Params();
   const everyVersion: Filters = { ...f, scope: { ...f.scope, version: undefined } };
   const [rows, [totals]] = await Promise.all([
-    q.query<Record<string, string>>(
+    q.query<HealthRow>(
       `WITH a AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions,
                          count(*) FILTER (WHERE r.status = 'crashed') AS crashed, count(*) FILTER (WHERE r.status = 'errored') AS errored,
                          count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal, count(*) FILTER (WHERE r.status = 'healthy') AS healthy
@@ -199,22 +225,5 @@ async function health(q: Queryable, f: Filters) {
       all.values,
     ),
   ]);
-  const allSessions = n(totals?.sessions);
-  const allActors = n(totals?.actors);
-  return {
-    data: rows.map((r) => ({
-      product: r.product!,
-      product_version: r.product_version!,
-      sessions: n(r.sessions),
-      actors: n(r.actors),
-      crashed_sessions: n(r.crashed),
-      errored_sessions: n(r.errored),
-      abnormal_sessions: n(r.abnormal),
-      healthy_sessions: n(r.healthy),
-      crashed_actors: n(r.crashed_actors),
-      crash_free_sessions: rate(n(r.crashed), n(r.sessions)),
-      crash_free_actors: rate(n(r.crashed_actors), n(r.actors)),
-      adoption: { sessions: rate(allSessions - n(r.sessions), allSessions), actors: rate(allActors - n(r.actors), allActors) },
-    })),
-  };
+  return { rows, totals };
 }

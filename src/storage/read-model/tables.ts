@@ -10,6 +10,7 @@ export const DERIVED_TABLES = [
   'rm_actor_event_first',
   'rm_account_version_first',
   'rm_sessions',
+  'rm_session_sets',
 ] as const;
 
 /** rm_actor_months' hour columns h0…h23 (bit d − 1 of hk: an event in UTC hour k of day d of the month). */
