@@ -90,6 +90,7 @@ function formatter(tz: string): Intl.DateTimeFormat {
 
 /** The zone's offset from UTC at `at`, in ms (positive east of Greenwich). */
 function offsetMs(at: Date, tz: string): number {
+  if (tz === 'UTC') return 0; // the default zone, asked per local day of a range: no formatter
   const parts = Object.fromEntries(
     formatter(tz)
       .formatToParts(at)

@@ -2,6 +2,8 @@ import { HOUR_MS, onOrBefore, plusDays, zonedMidnight, type Scope, type Ymd } fr
 import type { Params } from '../params.js';
 import { MONTH_DAYS } from '../../storage/read-model/tables.js';
 
+const DAY_MS = 24 * HOUR_MS;
+
 // rm_actor_months' hour columns as local days: the per-month terms that the reports (actor-days.ts),
 // retention and segments read that table's rows by. Imports nothing of the query layer's filters,
 // so that segments, which filters.ts imports, can use it.
@@ -40,7 +42,8 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
     const next = plusDays(d, 1);
     const end = zonedMidnight(next.y, next.m, next.d, tz).getTime();
     if (start % HOUR_MS !== 0 || end % HOUR_MS !== 0 || end - start < 22 * HOUR_MS || end - start > 26 * HOUR_MS) return undefined;
-    for (let t = start; t < end; t += HOUR_MS) {
+    // The local day's hours, a UTC day at a time (its month, day and entry found once, not per hour: a range of decades is 500k hours).
+    for (let t = start; t < end;) {
       const u = new Date(t);
       const dom = u.getUTCDate();
       const month = `${u.toISOString().slice(0, 8)}01`;
@@ -48,7 +51,8 @@ export function monthTerms(tz: string, first: Ymd, last: Ymd): MonthTerm[] | und
       const key = `${month} ${shift}`;
       let e = byShift.get(key);
       if (!e) byShift.set(key, (e = { month, shift, days: new Array<number>(24).fill(0) }));
-      e.days[u.getUTCHours()]! |= 1 << (dom - 1);
+      const upTo = Math.min(end, (Math.floor(t / DAY_MS) + 1) * DAY_MS);
+      for (; t < upTo; t += HOUR_MS) e.days[(((t % DAY_MS) + DAY_MS) % DAY_MS) / HOUR_MS]! |= 1 << (dom - 1);
     }
     start = end;
   }
