@@ -41,7 +41,8 @@ export async function healthFromSets(
   const lo = Math.ceil(s.from.getTime() / DAY) * DAY;
   const hi = Math.max(lo, Math.floor(s.to.getTime() / DAY) * DAY);
   const [dlo, dhi] = [sql.add(utcDay(lo)), sql.add(utcDay(hi))];
-  // The UTC days the range only partly covers, read as rows with the stale ones: a list, so that the index on day finds them.
+  // The UTC days the range only partly covers, read as rows with the stale ones: one array (an InitPlan), which the
+  // index on day takes as its condition (as a semi-join, or beside the range's bounds, it read every session of the range).
   const ends: string[] = [];
   for (let d = Math.floor(s.from.getTime() / DAY) * DAY; d < lo; d += DAY) ends.push(utcDay(d));
   for (let d = hi; d < s.to.getTime(); d += DAY) ends.push(utcDay(d));
@@ -60,11 +61,10 @@ export async function healthFromSets(
                         count(*) FILTER (WHERE r.status = 'errored') AS errored, count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal,
                         count(*) FILTER (WHERE r.status = 'healthy') AS healthy, bool_or(r.status = 'crashed') AS crashed_any
                    FROM rm_sessions r
-                  WHERE ${rw} AND r.day IN (SELECT unnest(${sql.add(ends)}::date[]) UNION ALL SELECT day FROM st)
+                  WHERE ${rw} AND r.day = ANY(ARRAY(SELECT unnest(${sql.add(ends)}::date[]) UNION ALL SELECT day FROM st))
                   GROUP BY 1, 2, 3),
-          -- Each actor's ordinal looked up (a few thousand rows), not a hash of the tenant's every ordinal.
           ro AS (SELECT rr.*, o.ordinal >> ${SET_SHIFT} AS chunk, o.ordinal & ${SET_BITS - 1} AS bit
-                   FROM rr LEFT JOIN LATERAL (SELECT o.ordinal FROM rm_actor_ordinals o WHERE o.tenant_id = ${t} AND o.actor_id = rr.actor_id) o ON true),
+                   FROM rr LEFT JOIN rm_actor_ordinals o ON o.tenant_id = ${t} AND o.actor_id = rr.actor_id),
           rv AS (SELECT ro.product_id, ro.product_version, sum(ro.sessions) AS sessions, sum(ro.crashed) AS crashed, sum(ro.errored) AS errored,
                         sum(ro.abnormal) AS abnormal, sum(ro.healthy) AS healthy,
                         count(*) FILTER (WHERE sv.a IS NULL OR ro.bit IS NULL OR get_bit(sv.a, ro.bit) = 0) AS actors,
