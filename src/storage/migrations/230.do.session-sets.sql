@@ -38,28 +38,23 @@ CREATE TABLE rm_session_days_stale (
   PRIMARY KEY (tenant_id, day)
 );
 
-CREATE FUNCTION rm_sessions_mark_new() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One function for the four triggers: each names its transition table rm_sessions_rows (the rows
+-- inserted; the rows deleted; an update's rows before and, by a second trigger, after it).
+CREATE FUNCTION rm_sessions_mark_stale() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO rm_session_days_stale (tenant_id, day) SELECT DISTINCT tenant_id, day FROM rm_sessions_new WHERE day IS NOT NULL
-    ON CONFLICT DO NOTHING;
-  RETURN NULL;
-END
-$$;
-CREATE FUNCTION rm_sessions_mark_old() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO rm_session_days_stale (tenant_id, day) SELECT DISTINCT tenant_id, day FROM rm_sessions_old WHERE day IS NOT NULL
+  INSERT INTO rm_session_days_stale (tenant_id, day) SELECT DISTINCT tenant_id, day FROM rm_sessions_rows WHERE day IS NOT NULL
     ON CONFLICT DO NOTHING;
   RETURN NULL;
 END
 $$;
 CREATE TRIGGER rm_sessions_stale_insert AFTER INSERT ON rm_sessions
-  REFERENCING NEW TABLE AS rm_sessions_new FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_new();
+  REFERENCING NEW TABLE AS rm_sessions_rows FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_stale();
 CREATE TRIGGER rm_sessions_stale_update_new AFTER UPDATE ON rm_sessions
-  REFERENCING NEW TABLE AS rm_sessions_new FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_new();
+  REFERENCING NEW TABLE AS rm_sessions_rows FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_stale();
 CREATE TRIGGER rm_sessions_stale_update_old AFTER UPDATE ON rm_sessions
-  REFERENCING OLD TABLE AS rm_sessions_old FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_old();
+  REFERENCING OLD TABLE AS rm_sessions_rows FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_stale();
 CREATE TRIGGER rm_sessions_stale_delete AFTER DELETE ON rm_sessions
-  REFERENCING OLD TABLE AS rm_sessions_old FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_old();
+  REFERENCING OLD TABLE AS rm_sessions_rows FOR EACH STATEMENT EXECUTE FUNCTION rm_sessions_mark_stale();
 
 -- What is there already: every day stale, built by the job's next runs.
 INSERT INTO rm_session_days_stale (tenant_id, day) SELECT DISTINCT tenant_id, day FROM rm_sessions WHERE day IS NOT NULL;
