@@ -49,18 +49,21 @@ export function sessionSetsStep(today: string, limit: number): ScriptStatement[]
     { when, sql: `DELETE FROM rm_session_sets s USING ${days} WHERE s.tenant_id = k.t AND s.day = k.d`, params: [ref.tenants, ref.days] },
     {
       when,
-      sql: `INSERT INTO rm_session_sets (tenant_id, day, product_id, product_version, chunk, sessions, crashed, errored, abnormal, healthy, actors, crashed_actors)
+      // The days' sessions grouped per actor first (a fence), then their ordinals: joined the other way round, the
+      // planner walked the tenant's every ordinal and probed the sessions per actor (48k probes, 0.6 s for a day of 6.7k sessions).
+      sql: `WITH s AS MATERIALIZED (
+              SELECT r.tenant_id, r.day, r.product_id, r.product_version, r.actor_id,
+                     count(*) AS sessions, count(*) FILTER (WHERE r.status = 'crashed') AS crashed,
+                     count(*) FILTER (WHERE r.status = 'errored') AS errored, count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal,
+                     count(*) FILTER (WHERE r.status = 'healthy') AS healthy, bool_or(r.status = 'crashed') AS c
+                FROM rm_sessions r JOIN ${days} ON ${mine} GROUP BY 1, 2, 3, 4, 5)
+            INSERT INTO rm_session_sets (tenant_id, day, product_id, product_version, chunk, sessions, crashed, errored, abnormal, healthy, actors, crashed_actors)
             SELECT tenant_id, day, product_id, product_version, chunk, sum(sessions), sum(crashed), sum(errored), sum(abnormal), sum(healthy),
                    ${bits('prev')}, ${bits('cprev', ' FILTER (WHERE c)')}
               FROM (SELECT x.*, coalesce(lag(bit) OVER (PARTITION BY tenant_id, day, product_id, product_version, chunk ORDER BY bit), -1) AS prev,
                            coalesce(lag(bit) OVER (PARTITION BY tenant_id, day, product_id, product_version, chunk, c ORDER BY bit), -1) AS cprev
-                      FROM (SELECT r.tenant_id, r.day, r.product_id, r.product_version, o.ordinal >> ${SET_SHIFT} AS chunk, o.ordinal & ${SET_BITS - 1} AS bit,
-                                   count(*) AS sessions, count(*) FILTER (WHERE r.status = 'crashed') AS crashed,
-                                   count(*) FILTER (WHERE r.status = 'errored') AS errored, count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal,
-                                   count(*) FILTER (WHERE r.status = 'healthy') AS healthy, bool_or(r.status = 'crashed') AS c
-                              FROM rm_sessions r JOIN ${days} ON ${mine}
-                              JOIN rm_actor_ordinals o ON o.tenant_id = r.tenant_id AND o.actor_id = r.actor_id
-                             GROUP BY 1, 2, 3, 4, 5, 6) x) y
+                      FROM (SELECT s.*, o.ordinal >> ${SET_SHIFT} AS chunk, o.ordinal & ${SET_BITS - 1} AS bit
+                              FROM s JOIN rm_actor_ordinals o ON o.tenant_id = s.tenant_id AND o.actor_id = s.actor_id) x) y
              GROUP BY 1, 2, 3, 4, 5`,
       params: [ref.tenants, ref.days],
     },
