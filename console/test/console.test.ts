@@ -71,6 +71,18 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.deepEqual([sessions, crashed], [6, 2]);
     assert.equal(await metric(page, 'crash-free'), `${((1 - crashed / sessions) * 100).toFixed(2)} %`);
     await page.waitForSelector('text=TypeError');
+    // The most active accounts: the five with the most events over the 30 days, most first (the seed gives acme-1 the most).
+    const top = await api<{ series: { breakdown_value: string | null; other: boolean; total: { events: number } }[] }>(
+      base,
+      t.adminKey,
+      '/v1/reports/trends?range=30d&interval=month&breakdown=account&limit=5',
+    );
+    const expected = top.series.filter((s) => !s.other && s.breakdown_value !== null).map((s) => [s.breakdown_value, s.total.events.toLocaleString('en-US')]);
+    const shown = await page.$$eval('table[data-table=top-accounts] tbody tr', (rows) =>
+      rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)),
+    );
+    assert.deepEqual(shown, expected);
+    assert.equal(shown[0]![0], 'acme-1', JSON.stringify(shown));
     await shot(page, 'overview', join(DOCS, 'console-overview.png'));
 
     // Time to interactive, cold (new context, no cached assets), straight to the overview.

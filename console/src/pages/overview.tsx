@@ -14,6 +14,9 @@ interface TrendsAnswer {
   refreshed_at: string | null;
   series: { total: { events: number; actors: number }; data: { date: string; events: number; actors: number }[] }[];
 }
+interface AccountTrends {
+  series: { breakdown_value: string | null; other: boolean; total: { events: number } }[];
+}
 interface HealthRow {
   sessions: number;
   crashed_sessions: number;
@@ -39,8 +42,10 @@ export function Overview({ access }: PageProps) {
       // days as /v1/reports/active-actors counts for it), and today's DAU as the last day's.
       api<TrendsAnswer>('/v1/reports/trends', { query: { range: '30d', interval: 'day' } }),
       api<{ data: HealthRow[] }>('/v1/sessions/release-health', { query: { range: '30d' } }),
+      // The five accounts with the most events over the same 30 days (trends ranks its breakdown's top values by events;
+      // /v1/accounts lists accounts by id).
       access.accounts === 'ok'
-        ? optional(api<Page<{ account_id: string; events: number }> & { refreshed_at: string | null }>('/v1/accounts', { query: { limit: 5 } }))
+        ? optional(api<AccountTrends>('/v1/reports/trends', { query: { range: '30d', interval: 'month', breakdown: 'account', limit: 5 } }))
         : null,
     ]);
     const sessions = health.data.reduce((n, r) => n + r.sessions, 0);
@@ -64,7 +69,7 @@ export function Overview({ access }: PageProps) {
   const mau = trends.series[0]?.total.actors ?? 0;
   const dau = perDay.at(-1)?.actors ?? 0;
   const noEvents = !mau && versions.length === 0 && groups.length === 0;
-  const acc = accounts instanceof ApiError ? null : accounts;
+  const acc = accounts instanceof ApiError || !accounts ? [] : accounts.series.filter((a) => !a.other && a.breakdown_value !== null);
   const latest = [...versions].sort((a, b) => (b.last_seen ?? '').localeCompare(a.last_seen ?? ''))[0];
   return (
     <div class="overview" data-ready="true" data-complete="true">
@@ -142,10 +147,15 @@ export function Overview({ access }: PageProps) {
           </p>
         )}
       </section>
-      {acc && acc.data.length > 0 && (
+      {acc.length > 0 && (
         <section>
           <h2>Most active accounts (30 days)</h2>
-          <Table caption="Accounts by events" head={['Account', 'Events']} rows={acc.data.map((a) => [a.account_id, fmt.format(a.events)])} />
+          <Table
+            caption="Accounts by events"
+            head={['Account', 'Events']}
+            rows={acc.map((a) => [a.breakdown_value, fmt.format(a.total.events)])}
+            id="top-accounts"
+          />
         </section>
       )}
     </div>
