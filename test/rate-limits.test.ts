@@ -4,7 +4,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -86,57 +85,6 @@ describe('rate limits', () => {
       await app.close();
     }
   });
-
-  it(
-    'BAD-INPUTS 39: a Redis that stops answering on an open connection does not hold POST /v1/events: the per-process window decides, and it is logged',
-    { skip: process.env.TEST_REDIS_URL ? false : 'TEST_REDIS_URL not set' },
-    async () => {
-      // A TCP relay to the real Redis that can go silent, as a partition or a stalled Redis does: the
-      // connection stays open, nothing comes back.
-      const target = new URL(process.env.TEST_REDIS_URL!);
-      let silent = false;
-      const sockets: Socket[] = [];
-      const relay = createServer((client) => {
-        const upstream = connect(Number(target.port || 6379), target.hostname);
-        sockets.push(client, upstream);
-        client.on('data', (d) => void (silent || upstream.write(d)));
-        upstream.on('data', (d) => void (silent || client.write(d)));
-        client.on('error', () => upstream.destroy());
-        upstream.on('error', () => client.destroy());
-      });
-      await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-      const relayUrl = new URL(target);
-      relayUrl.hostname = '127.0.0.1';
-      relayUrl.port = String((relay.address() as { port: number }).port);
-      const lines: string[] = [];
-      const stream = new Writable({ write: (chunk, _e, cb) => (lines.push(String(chunk)), cb()) });
-      const app = await startTestApp({ db: t.db, plans, env: { REDIS_URL: relayUrl.href }, logger: { level: 'warn', stream } });
-      try {
-        const tenant = await tenantWithProduct(app.app, 'trial');
-        assert.equal((await postEvents(app.app, tenant.ingestKey, [event()])).statusCode, 200, 'through Redis');
-        silent = true;
-        const codes: number[] = [];
-        for (let i = 0; i < 3; i++) {
-          const res = await Promise.race([
-            postEvents(app.app, tenant.ingestKey, [event()]),
-            new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000).unref()),
-          ]);
-          assert.ok(res, 'answered within 5 s while Redis is silent');
-          codes.push(res.statusCode);
-        }
-        assert.deepEqual(codes, [200, 200, 200], 'the per-process window, fresh');
-        assert.equal((await postEvents(app.app, tenant.ingestKey, [event()])).statusCode, 429, 'still limited, per process');
-        assert.ok(
-          lines.some((l) => /Redis unreachable/.test(l)),
-          'the fallback is logged',
-        );
-      } finally {
-        for (const s of sockets) s.destroy();
-        relay.close();
-        await app.close();
-      }
-    },
-  );
 
   it('with Redis, two apps share one window', { skip: process.env.TEST_REDIS_URL ? false : 'TEST_REDIS_URL not set' }, async () => {
     const env = { REDIS_URL: process.env.TEST_REDIS_URL! };

@@ -10,8 +10,6 @@ import { holdRefusal } from './held-refusal.js';
 // windows from a key's first request). With REDIS_URL the windows live in Redis and hold across
 // every server process; when Redis cannot be reached each process falls back to its own
 // in-memory windows (fail open to a per-process limit, logged), and returns to Redis when it is back.
-// "Cannot be reached" includes a Redis that stops answering on an open connection (a partition, a
-// stalled server): each command gives up after REDIS_COMMAND_TIMEOUT_MS, so no request waits longer.
 
 export interface RateLimiter {
   hit(key: string, limit: number): Promise<{ allowed: boolean; retryAfterSeconds: number }>;
@@ -19,53 +17,47 @@ export interface RateLimiter {
 }
 
 const WINDOW_SECONDS = 60;
-/** How long a request waits for Redis's answer before the per-process window decides instead. */
-export const REDIS_COMMAND_TIMEOUT_MS = 250;
 
 export function createRateLimiter(opts: { redisUrl?: string | undefined; log?: FastifyBaseLogger } = {}): RateLimiter {
   let redis: Redis | undefined;
-  let lastWarned = 0;
-  const unreachable = (err: unknown) => {
-    if (Date.now() - lastWarned < 30_000) return;
-    lastWarned = Date.now();
-    opts.log?.warn({ err: (err as Error)?.message ?? String(err) }, 'Redis unreachable: rate limits fall back to per-process windows');
-  };
   if (opts.redisUrl) {
     redis = new Redis(opts.redisUrl, {
       // Fail fast rather than queue: a request must not wait for Redis to come back.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout: 1000,
-      commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
       retryStrategy: (times) => Math.min(times * 200, 2000),
     });
-    redis.on('error', unreachable);
+    let lastWarned = 0;
+    redis.on('error', (err: Error) => {
+      if (Date.now() - lastWarned < 30_000) return;
+      lastWarned = Date.now();
+      opts.log?.warn({ err: err.message }, 'Redis unreachable: rate limits fall back to per-process windows');
+    });
   }
-  const limiters = new Map<number, { shared: RateLimiterAbstract | undefined; memory: RateLimiterAbstract }>();
-  const limiterFor = (points: number) => {
+  const limiters = new Map<number, RateLimiterAbstract>();
+  const limiterFor = (points: number): RateLimiterAbstract => {
     let l = limiters.get(points);
     if (!l) {
       const memory = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `rl${points}` });
-      const shared = redis
-        ? new RateLimiterRedis({ storeClient: redis, points, duration: WINDOW_SECONDS, keyPrefix: `tally:rl${points}`, rejectIfRedisNotReady: true })
-        : undefined;
-      l = { shared, memory };
+      l = redis
+        ? new RateLimiterRedis({
+            storeClient: redis,
+            points,
+            duration: WINDOW_SECONDS,
+            keyPrefix: `tally:rl${points}`,
+            rejectIfRedisNotReady: true,
+            insuranceLimiter: memory,
+          })
+        : memory;
       limiters.set(points, l);
     }
     return l;
   };
   return {
     async hit(key, limit) {
-      const { shared, memory } = limiterFor(limit);
       try {
-        if (!shared) await memory.consume(key);
-        else
-          await shared.consume(key).catch(async (err: unknown) => {
-            if (err instanceof RateLimiterRes) throw err;
-            // Redis not connected, or no answer in time: this process's own window decides.
-            unreachable(err);
-            return memory.consume(key);
-          });
+        await limiterFor(limit).consume(key);
         return { allowed: true, retryAfterSeconds: 0 };
       } catch (res) {
         if (res instanceof RateLimiterRes) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)) };
