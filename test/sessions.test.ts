@@ -300,6 +300,22 @@ describe('POST /v1/events/sessions/end (CONTRACT.md "Sessions and exceptions")',
     assert.equal(again.json().status, 'already_ended');
   });
 
+  it('sdk_recovery ends a known session whatever its start context says; the same context for an unknown session is a 422', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const s = sessionStart();
+    await start(tenant.ingestKey, s);
+    const context = { end_reason: 'sdk_recovery', actor_id: 'actor-9', product: 'app', product_version: '2.1.0', started_at: 'yesterday' };
+    const res = await end(tenant.ingestKey, { session_id: s.session_id, ended_at: ENDED, ...context });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), { session_id: s.session_id, status: 'ended' });
+    assert.equal((await sessionRow(tenant.id, s.session_id as string))!.end_reason, 'sdk_recovery');
+    const unknown = uuidv7();
+    const refused = await end(tenant.ingestKey, { session_id: unknown, ended_at: ENDED, ...context });
+    assertProblem(refused, 422, 'validation_error');
+    assert.equal(refused.json().errors[0].field, 'started_at');
+    assert.equal(await sessionRow(tenant.id, unknown), undefined);
+  });
+
   it('sdk_recovery without the start context for an unknown session answers 404 and creates nothing', async () => {
     const tenant = await tenantWithProduct(t.app);
     const sessionId = uuidv7();

@@ -85,10 +85,21 @@ export const endSessionRequest = judged(
     const endedAt = timestamp(body, 'ended_at');
     checkCommon(body);
 
-    // A recovery that carries the start context creates the session and ends it in one step.
+    // A recovery that carries the start context creates the session and ends it in one step. The
+    // context matters only for an unknown session (CONTRACT.md): a known one is ended whatever its
+    // context says, so a refusal of the context waits until the session is found missing.
     const hasContext =
       reason === 'sdk_recovery' && body.actor_id !== undefined && body.started_at !== undefined && (body.product ?? body.source_app) !== undefined;
-    const recovery = hasContext ? await judgeStart(ctx, body, sessionId) : undefined;
+    let recovery: Awaited<ReturnType<typeof judgeStart>> | undefined;
+    let contextRefused: Refusal | undefined;
+    if (hasContext) {
+      try {
+        recovery = await judgeStart(ctx, body, sessionId);
+      } catch (err) {
+        if (!(err instanceof Refusal)) throw err;
+        contextRefused = err;
+      }
+    }
 
     const outcome = await ctx.db.tx(async (q) => {
       await lockSession(q, ctx.tenantId, sessionId);
@@ -99,6 +110,7 @@ export const endSessionRequest = judged(
         await endSession(q, ctx.tenantId, sessionId, endedAt, reason);
         return { session_id: sessionId, status: 'ended' as const };
       }
+      if (contextRefused) throw contextRefused;
       if (recovery?.admitted) {
         if (Date.parse(endedAt) < Date.parse(recovery.start.started_at)) throw fieldError('ended_at', 'is earlier than started_at');
         await registerIfNew(q, ctx, recovery.admitted, recovery.start.product_version);
