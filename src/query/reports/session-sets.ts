@@ -1,5 +1,6 @@
 import type { Queryable } from '../../storage/db.js';
 import { SET_SHIFT, SET_BITS } from '../../storage/read-model/session-sets.js';
+import { SESSION_STATUS_COUNTS, SESSION_STATUSES } from '../../storage/read-model/tables.js';
 import type { Filters } from '../filters.js';
 import { Params } from '../params.js';
 
@@ -50,16 +51,14 @@ export async function healthFromSets(
   // Every version (adoption's denominators); the version filter picks the rows answered at the end.
   const rw = rowsWhere({ ...f, scope: { ...s, version: undefined } }, sql);
   const version = s.version !== undefined ? `WHERE v.product_version = ${sql.add(s.version)}` : '';
-  const counts = ['sessions', 'crashed', 'errored', 'abnormal', 'healthy'];
+  const counts = ['sessions', ...SESSION_STATUSES];
   const sums = counts.map((c) => `sum(${c}) AS ${c}`).join(', ');
   const [answer] = await q.query<{ rows: HealthRow[] | null; sessions: string; actors: string }>(
     `WITH st AS (SELECT day FROM rm_session_days_stale WHERE tenant_id = ${t} AND day >= ${dlo}::date AND day < ${dhi}::date),
           sv AS (SELECT product_id, product_version, chunk, ${sums}, bit_or(actors) AS a, bit_or(crashed_actors) AS c FROM rm_session_sets
                   WHERE tenant_id = ${t} AND day >= ${dlo}::date AND day < ${dhi}::date AND day NOT IN (SELECT day FROM st)${product}
                   GROUP BY 1, 2, 3),
-          rr AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions, count(*) FILTER (WHERE r.status = 'crashed') AS crashed,
-                        count(*) FILTER (WHERE r.status = 'errored') AS errored, count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal,
-                        count(*) FILTER (WHERE r.status = 'healthy') AS healthy, bool_or(r.status = 'crashed') AS crashed_any
+          rr AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions, ${SESSION_STATUS_COUNTS}, bool_or(r.status = 'crashed') AS crashed_any
                    FROM rm_sessions r
                   WHERE ${rw} AND r.day = ANY(ARRAY(SELECT unnest(${sql.add(ends)}::date[]) UNION ALL SELECT day FROM st))
                   GROUP BY 1, 2, 3),

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { Queryable } from '../../storage/db.js';
 import { exactTime, iso } from '../../storage/rows.js';
+import { SESSION_STATUS_COUNTS } from '../../storage/read-model/tables.js';
 import { seesAccounts } from '../guard.js';
 import {
   checkBuckets,
@@ -208,9 +209,7 @@ async function healthFromRows(q: Queryable, f: Filters): Promise<{ rows: HealthR
   const everyVersion: Filters = { ...f, scope: { ...f.scope, version: undefined } };
   const [rows, [totals]] = await Promise.all([
     q.query<HealthRow>(
-      `WITH a AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions,
-                         count(*) FILTER (WHERE r.status = 'crashed') AS crashed, count(*) FILTER (WHERE r.status = 'errored') AS errored,
-                         count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal, count(*) FILTER (WHERE r.status = 'healthy') AS healthy
+      `WITH a AS (SELECT r.product_id, r.product_version, r.actor_id, count(*) AS sessions, ${SESSION_STATUS_COUNTS}
                     FROM rm_sessions r WHERE ${where(f, one)} GROUP BY 1, 2, 3),
             v AS (SELECT product_id, product_version, sum(sessions) AS sessions, count(actor_id) AS actors, sum(crashed) AS crashed,
                          sum(errored) AS errored, sum(abnormal) AS abnormal, sum(healthy) AS healthy, count(actor_id) FILTER (WHERE crashed > 0) AS crashed_actors

@@ -1,4 +1,5 @@
 import type { ScriptStatement } from '../db.js';
+import { SESSION_STATUS_COUNTS } from './tables.js';
 
 // Release health's sets of actors (migration 230; docs/reports.md, "Sets of actors as bitmaps"):
 // per (tenant, UTC day, product, version) the actors with a session and those with a crashed one,
@@ -53,9 +54,7 @@ export function sessionSetsStep(today: string, limit: number): ScriptStatement[]
       // planner walked the tenant's every ordinal and probed the sessions per actor (48k probes, 0.6 s for a day of 6.7k sessions).
       sql: `WITH s AS MATERIALIZED (
               SELECT r.tenant_id, r.day, r.product_id, r.product_version, r.actor_id,
-                     count(*) AS sessions, count(*) FILTER (WHERE r.status = 'crashed') AS crashed,
-                     count(*) FILTER (WHERE r.status = 'errored') AS errored, count(*) FILTER (WHERE r.status = 'abnormal') AS abnormal,
-                     count(*) FILTER (WHERE r.status = 'healthy') AS healthy, bool_or(r.status = 'crashed') AS c
+                     count(*) AS sessions, ${SESSION_STATUS_COUNTS}, bool_or(r.status = 'crashed') AS c
                 FROM rm_sessions r JOIN ${days} ON ${mine} GROUP BY 1, 2, 3, 4, 5)
             INSERT INTO rm_session_sets (tenant_id, day, product_id, product_version, chunk, sessions, crashed, errored, abnormal, healthy, actors, crashed_actors)
             SELECT tenant_id, day, product_id, product_version, chunk, sum(sessions), sum(crashed), sum(errored), sum(abnormal), sum(healthy),

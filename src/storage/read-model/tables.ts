@@ -13,6 +13,12 @@ export const DERIVED_TABLES = [
   'rm_session_sets',
 ] as const;
 
+/** Release health's session statuses (docs/reports.md), each a column of rm_session_sets. */
+export const SESSION_STATUSES = ['crashed', 'errored', 'abnormal', 'healthy'] as const;
+
+/** SQL: rm_sessions rows `r` of a group counted per status, a column each (crashed, errored, abnormal, healthy). */
+export const SESSION_STATUS_COUNTS = SESSION_STATUSES.map((s) => `count(*) FILTER (WHERE r.status = '${s}') AS ${s}`).join(', ');
+
 /** rm_actor_months' hour columns h0…h23 (bit d − 1 of hk: an event in UTC hour k of day d of the month). */
 export const MONTH_HOURS = Array.from({ length: 24 }, (_, k) => `h${k}`);
 
