@@ -33,10 +33,12 @@ export interface EventBatchWrite {
  * Every CTE reads the snapshot the statement started with, so the quota check adds this batch's
  * count to the committed sum itself: exactly what it would read after the counter's update. It
  * cannot see batches committing at the same moment (another process, another connection): two
- * that together reach the allotment each see only their own. So on a cap plan, where the stamp
- * starts the grace period, a batch that did not stamp checks again after its commit, when the
- * later of two such batches sees both (one statement more, only until the stamp: a cap plan's tenant
- * sends little more than its allotment).
+ * that together reach the allotment would each see only their own. On a cap plan, where the stamp
+ * starts the grace period, every batch therefore counts on one shard: the counter's upsert waits
+ * for a concurrent batch's commit and returns the total with it, and the stamp compares that
+ * total (plus the other shards, written only before a change to the plan). A cap plan's tenant is
+ * limited to a few requests a second, so the one row's lock costs nothing; other plans spread
+ * their batches over USAGE_SHARDS rows and stamp from the snapshot (the stamp only informs them).
  *
  * Returns the ids that were new to the store. Usually all of them: the statement returns only the
  * count and its transaction id, and only when the count falls short (a client's retry) are the new
@@ -44,19 +46,24 @@ export interface EventBatchWrite {
  */
 export async function writeEventBatch(db: Db, w: EventBatchWrite): Promise<Set<string>> {
   if (w.events.length === 0 && w.letters.length === 0) return new Set();
-  const params: unknown[] = [w.tenantId, w.receivedAt, JSON.stringify(w.events), w.periodStart, Math.floor(Math.random() * USAGE_SHARDS), w.allotment];
+  const shard = w.capped ? 0 : Math.floor(Math.random() * USAGE_SHARDS);
+  const params: unknown[] = [w.tenantId, w.receivedAt, JSON.stringify(w.events), w.periodStart, shard, w.allotment];
   const $ = (value: unknown): string => `$${params.push(value)}`;
   const parts = [
     `ins AS (${eventsInsertSql('$1', '$2', '$3')} RETURNING 1)`,
     'n AS (SELECT count(*)::int AS n FROM ins)',
     `usage AS (
        INSERT INTO usage_counters (tenant_id, period_start, shard, events) SELECT $1, $4, $5, n.n FROM n WHERE n.n > 0
-       ON CONFLICT (tenant_id, period_start, shard) DO UPDATE SET events = usage_counters.events + excluded.events)`,
+       ON CONFLICT (tenant_id, period_start, shard) DO UPDATE SET events = usage_counters.events + excluded.events
+       RETURNING events)`,
     `stamp AS (
        UPDATE tenants SET quota_exhausted_at = $2, quota_period_start = $4
         WHERE id = $1 AND quota_period_start IS DISTINCT FROM $4 AND (SELECT n FROM n) > 0
-          AND (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $4) + (SELECT n FROM n) >= $6
-        RETURNING 1)`,
+          AND ${
+            w.capped
+              ? '(SELECT events FROM usage) + (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $4 AND shard <> $5)'
+              : '(SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $4) + (SELECT n FROM n)'
+          } >= $6)`,
   ];
   if (w.letters.length > 0) parts.push(`letters AS (${deadLettersInsertSql('$1', $(w.apiKeyId), '$2', $(deadLetterRows(w.letters)))})`);
   if (w.newVersions.length > 0) {
@@ -81,21 +88,7 @@ export async function writeEventBatch(db: Db, w: EventBatchWrite): Promise<Set<s
           WHERE excluded.last_seen_at > session_early_signs.last_seen_at)`,
     );
   }
-  const [row] = await db.write<{ n: number; xid: string; stamped: boolean }>(
-    `WITH ${parts.join(',\n')}
-     SELECT n.n, pg_current_xact_id()::text AS xid,
-            EXISTS (SELECT 1 FROM stamp) OR EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND quota_period_start = $4) AS stamped
-       FROM n`,
-    params,
-  );
-  if (w.capped && w.allotment !== null && row!.n > 0 && !row!.stamped) {
-    await db.write(
-      `UPDATE tenants SET quota_exhausted_at = $2, quota_period_start = $3
-        WHERE id = $1 AND quota_period_start IS DISTINCT FROM $3
-          AND (SELECT coalesce(sum(events), 0) FROM usage_counters WHERE tenant_id = $1 AND period_start = $3) >= $4`,
-      [w.tenantId, w.receivedAt, w.periodStart, w.allotment],
-    );
-  }
+  const [row] = await db.write<{ n: number; xid: string }>(`WITH ${parts.join(',\n')}\nSELECT n.n, pg_current_xact_id()::text AS xid FROM n`, params);
   if (row!.n === w.events.length) return new Set(w.events.map((e) => e.event_id));
   const fresh = await db.query<{ event_id: string }>(
     'SELECT event_id FROM events WHERE tenant_id = $1 AND event_id = ANY($2::uuid[]) AND ingest_xid = $3::bigint',
