@@ -86,6 +86,41 @@ describe('OpenAPI document', () => {
     assert.ok(checked > 30, `${checked} query operations`);
   });
 
+  it('a query whose answer comes as CSV (or NDJSON) when asked declares that media type beside JSON, and no other does', async () => {
+    const { adminKey } = await tenantWithProduct(t.app, 'business');
+    const query = /^\/v1\/(reports|sessions|environment|exceptions|segments|funnels|retention|paths|events|actors|accounts|licenses)\b/;
+    const bodies: Record<string, unknown> = {
+      '/v1/funnels': {
+        steps: [
+          { category: 'c', name: 'a' },
+          { category: 'c', name: 'b' },
+        ],
+      },
+      '/v1/retention': { period: 'day', periods: 2 },
+    };
+    const seen: string[] = [];
+    for (const { path, method, op } of operations()) {
+      if (!query.test(path) || path.includes('{') || (method === 'post' && !(path in bodies))) continue;
+      const declared = Object.keys(op.responses['200']?.content ?? {});
+      for (const type of ['text/csv', 'application/x-ndjson']) {
+        const res = await t.app.inject({
+          method: method.toUpperCase() as 'GET',
+          url: method === 'get' && path.startsWith('/v1/events') ? `${path}?range=7d` : path,
+          headers: { authorization: `Bearer ${adminKey}`, accept: type, ...(method === 'post' && { 'content-type': 'application/json' }) },
+          ...(method === 'post' && { payload: JSON.stringify(bodies[path]) }),
+        });
+        if (res.statusCode !== 200) continue;
+        const answered = String(res.headers['content-type']).split(';')[0]!;
+        assert.equal(declared.includes(answered), true, `${method} ${path} answers ${answered} to Accept: ${type} and declares ${declared.join(', ')}`);
+        if (answered === type) seen.push(`${method} ${path} ${type}`);
+        else assert.equal(declared.includes(type), false, `${method} ${path} declares ${type} but answers ${answered}`);
+      }
+    }
+    for (const op of ['get /v1/reports/trends text/csv', 'post /v1/funnels text/csv', 'get /v1/events application/x-ndjson', 'get /v1/sessions text/csv'])
+      assert.ok(seen.includes(op), `${op} in ${seen.join('; ')}`);
+    assert.equal(JSON.stringify(doc).includes('x-exports'), false);
+  });
+
   it('openapi-typescript generates types from it, and a typed call type-checks (a wrong one does not)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tally-openapi-'));
     try {

@@ -110,6 +110,23 @@ function problemJson(doc: Doc): void {
   }
 }
 
+/** A 200 that also answers CSV or NDJSON (the route schema's `x-exports`): those media types, each a text body. */
+function exportTypes(doc: Doc): void {
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(item) as (Operation & { 'x-exports'?: string[] })[]) {
+      const types = op['x-exports'];
+      if (!types) continue;
+      delete op['x-exports'];
+      const ok = op.responses?.['200'];
+      if (!ok?.content) continue;
+      for (const type of types)
+        ok.content[type] = {
+          schema: { type: 'string', description: type === 'text/csv' ? 'CSV: a header line, then a row per line' : 'one JSON object per line' },
+        };
+    }
+  }
+}
+
 export const openapiTransforms: Pick<FastifyDynamicSwaggerOptions, 'transform' | 'transformObject'> = {
   transform: ({ schema, url, route }) => {
     if (!schema || (schema as { operationId?: string }).operationId) return { schema, url };
@@ -119,6 +136,7 @@ export const openapiTransforms: Pick<FastifyDynamicSwaggerOptions, 'transform' |
   transformObject: (documentObject) => {
     const doc = 'openapiObject' in documentObject ? (documentObject.openapiObject as Doc) : (documentObject.swaggerObject as Doc);
     problemJson(doc);
+    exportTypes(doc);
     hoist(doc);
     return doc as never;
   },

@@ -6,7 +6,7 @@ import type { App, AppContext } from '../context.js';
 import { answer } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV, problems } from '../schemas/common.js';
 import { ExceptionGroups, ExceptionQuery } from '../schemas/accounts.js';
 
 type Query = Static<typeof ExceptionQuery>;
@@ -25,6 +25,7 @@ export function exceptionRoutes(app: App, ctx: AppContext): void {
       ],
       preValidation: onlyKnownParams(ExceptionQuery),
       schema: {
+        ...EXPORTS_CSV,
         summary: 'Exception groups by fingerprint; a page as CSV with Accept: text/csv (the next page’s cursor in X-Next-Cursor)',
         description:
           "Count, affected actors, first and last seen, versions and the latest occurrence of each group; newest first. The range is `range` or `from`/`to` in `tz` (the query side's), or `since`/`until`; with none, the whole history.",

@@ -3,7 +3,7 @@ import type { App, AppContext } from '../context.js';
 import { echoHeaders, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV_NDJSON, problems } from '../schemas/common.js';
 import * as S from '../schemas/reports.js';
 
 // GET /v1/events: the explorer (JSON pages) and its export (Accept: application/x-ndjson or
@@ -16,6 +16,7 @@ export function explorerRoutes(app: App, ctx: AppContext): void {
       onRequest: requireKey(ctx.db, ['read']),
       preValidation: onlyKnownParams(EventListQuery),
       schema: {
+        ...EXPORTS_CSV_NDJSON,
         operationId: 'listEvents',
         summary: 'Event explorer: raw events newest first; Accept application/x-ndjson or text/csv exports every match, streamed',
         description:

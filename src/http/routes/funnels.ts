@@ -7,7 +7,7 @@ import type { App, AppContext } from '../context.js';
 import { answer, echoHeaders, funnelRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV, problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
 
 // Funnels: the query is the POST body (steps do not fit a query string). Thin handlers over
@@ -34,6 +34,7 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
     {
       ...on,
       schema: {
+        ...EXPORTS_CSV,
         summary: 'A funnel: per step count, conversion, drop-off and time to convert; trends, histogram, breakdown; steps as CSV with Accept: text/csv',
         description:
           'Units (actors with identity links applied, sessions or accounts) enter with a step-1 event in the range; later steps count within the conversion window from the entry, even past the range’s end. Each unit counts once, by its furthest attempt (the earliest on a tie). Exact, on raw events. docs/behaviour.md.',
@@ -51,6 +52,7 @@ export function funnelRoutes(app: App, ctx: AppContext): void {
     {
       ...on,
       schema: {
+        ...EXPORTS_CSV,
         summary: 'Who reached (or dropped at) a funnel step: ids, paged, or all as CSV (Accept: text/csv)',
         description: 'The body is the funnel’s query plus step, status and paging. With Accept: text/csv the whole list (up to 100,000 ids) comes as CSV.',
         tags,

@@ -3,7 +3,7 @@ import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { answer, pathRows } from '../csv.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV, problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
 import { forbidden } from '../../errors.js';
 
@@ -20,6 +20,7 @@ export function pathRoutes(app: App, ctx: AppContext): void {
           throw forbidden('view_accounts');
       },
       schema: {
+        ...EXPORTS_CSV,
         summary: 'The most common K events after (or before) an event, top N; CSV with Accept: text/csv',
         description: 'Per actor (identity links applied), over the range. docs/behaviour.md.',
         tags: ['behaviour'],

@@ -10,7 +10,7 @@ import { readOptions, type App, type AppContext } from '../context.js';
 import { activeRows, answer, trendRows } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV, problems } from '../schemas/common.js';
 import * as S from '../schemas/reports.js';
 
 // Thin handlers over src/query/reports: permission read; account and license filters and
@@ -27,6 +27,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
     {
       ...on(TrendsQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'reportTrends',
         summary: 'Event counts and unique actors per interval, with one breakdown (top N and "other")',
         description: "Exact, from raw events in the time zone's own buckets. See docs/reports.md for the filter grammar.",
@@ -45,6 +46,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
     {
       ...on(ActiveActorsQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'reportActiveActors',
         summary: 'Active actors: per interval, DAU/WAU/MAU rolling, stickiness, lifecycle',
         description: 'Interval day, week or month (hour is a 400). Lifecycle as PostHog defines it; new = first seen ever (any product) in that interval.',
@@ -62,6 +64,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
     {
       ...on(ExceptionTrendQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'exceptionGroupTrend',
         summary: 'One exception group: occurrences and affected actors per interval, first and last version',
         tags: ['exceptions'],
@@ -105,6 +108,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
     {
       ...on(VersionsQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'reportVersions',
         summary: 'Versions of a product: adoption over time, share on the latest, upgrade lag and accounts on archived versions',
         description:
@@ -124,6 +128,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
     {
       ...on(AccountsOverTimeQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'reportAccounts',
         summary: 'Active accounts and licenses per interval (account plans)',
         tags,
@@ -140,6 +145,7 @@ export function reportRoutes(app: App, ctx: AppContext): void {
     {
       ...on(EnvironmentQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'environmentShares',
         summary: 'Active actors and sessions by an environment field (OS, runtime, browser, locale…)',
         description: "From X-Environment-Data or an exception's environment_context, the actor's latest; a session counts under its actor's environment.",

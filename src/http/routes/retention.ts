@@ -6,7 +6,7 @@ import type { App, AppContext } from '../context.js';
 import { answer, echoHeaders, retentionRows, sendCsv, wants } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV, problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
 import { accountAnswersNeedViewAccounts } from './funnels.js';
 
@@ -24,6 +24,7 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
     {
       ...on,
       schema: {
+        ...EXPORTS_CSV,
         summary:
           'A retention matrix: cohorts by start event, counts and percentages per period, on and on-or-after; CSV (one row per cell) with Accept: text/csv',
         description: 'Exact, on raw events, in the query’s time zone. docs/behaviour.md.',
@@ -41,6 +42,7 @@ export function retentionRoutes(app: App, ctx: AppContext): void {
     {
       ...on,
       schema: {
+        ...EXPORTS_CSV,
         summary: 'Who is behind a retention cell: ids, paged, or all as CSV (Accept: text/csv)',
         tags,
         security,

@@ -8,7 +8,7 @@ import { deleteSegment, getSegment, insertSegment, listSegments, updateSegment }
 import type { App, AppContext } from '../context.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { IdParams, page, problems } from '../schemas/common.js';
+import { EXPORTS_CSV, IdParams, page, problems } from '../schemas/common.js';
 import * as S from '../schemas/behaviour.js';
 import { echoHeaders, sendCsv, wants } from '../csv.js';
 import { accountAnswersNeedViewAccounts } from './funnels.js';
@@ -128,6 +128,7 @@ export function segmentRoutes(app: App, ctx: AppContext): void {
     {
       ...on(Page),
       schema: {
+        ...EXPORTS_CSV,
         summary: 'The segment’s actors, paged by id, or all as CSV (Accept: text/csv, up to 100,000)',
         tags,
         security,

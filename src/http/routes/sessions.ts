@@ -3,7 +3,7 @@ import type { App, AppContext } from '../context.js';
 import { answer } from '../csv.js';
 import { principalOf, requireKey } from '../plugins/auth.js';
 import { onlyKnownParams } from '../plugins/query-params.js';
-import { problems } from '../schemas/common.js';
+import { EXPORTS_CSV, problems } from '../schemas/common.js';
 import * as S from '../schemas/reports.js';
 
 // Thin handlers over src/query/reports/sessions.ts (permission read; account filters as reports).
@@ -20,6 +20,7 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
       onRequest,
       preValidation: onlyKnownParams(SessionListQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'listSessions',
         summary: 'Sessions started in the range, newest first',
         tags,
@@ -37,6 +38,7 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
       onRequest,
       preValidation: onlyKnownParams(SessionStatsQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'sessionStats',
         summary: 'Session count per interval, duration p50/p90/p99, end reasons and statuses',
         tags,
@@ -54,6 +56,7 @@ export function sessionQueryRoutes(app: App, ctx: AppContext): void {
       onRequest,
       preValidation: onlyKnownParams(ReleaseHealthQuery),
       schema: {
+        ...EXPORTS_CSV,
         operationId: 'releaseHealth',
         summary: "Crash-free sessions and actors and adoption per version (Sentry's release health)",
         tags,

@@ -12,6 +12,13 @@ export const Problem = Type.Object(
   { description: 'RFC 9457 problem details (Content-Type: application/problem+json)' },
 );
 
+/**
+ * A route schema's mark that its 200 also answers CSV (`Accept: text/csv`), or NDJSON too: the
+ * OpenAPI document lists those media types beside JSON (openapi.ts). An `x-` key: Fastify ignores it.
+ */
+export const EXPORTS_CSV = { 'x-exports': ['text/csv'] };
+export const EXPORTS_CSV_NDJSON = { 'x-exports': ['text/csv', 'application/x-ndjson'] };
+
 export const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, { ...Problem, description: `problem+json` }]));
 
 export const Pagination = Type.Object({
