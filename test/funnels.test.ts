@@ -259,6 +259,18 @@ describe('funnels', () => {
       assert.ok(JSON.stringify(res.json()).includes(field), `${field}: ${res.body}`);
     }
   });
+
+  it('a trend of more than 1,000 periods is a 422 query_too_large naming interval and range, as a report past its buckets', async () => {
+    const res = await post(tenant.adminKey, '/v1/funnels', { ...base, from: '2026-01-01', to: '2026-03-05', interval: 'hour' });
+    assert.equal(res.statusCode, 422, res.body);
+    assert.equal(res.json().code, 'query_too_large');
+    assert.deepEqual(
+      res.json().errors.map((e: { field: string }) => e.field),
+      ['interval', 'range'],
+    );
+    const days = await post(tenant.adminKey, '/v1/funnels', { ...base, from: '2026-01-01', to: '2026-03-05', interval: 'day' });
+    assert.equal(days.statusCode, 200, days.body);
+  });
 });
 
 describe('funnels by session and by account', () => {
