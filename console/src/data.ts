@@ -36,4 +36,25 @@ export function rangeSince(range: string | null): string | undefined {
 }
 
 export const fmt = new Intl.NumberFormat('en-US');
+
+/**
+ * Every rate the console shows (crash-free sessions and actors, adoption, shares, conversion,
+ * retention cells), one way: at most one decimal, a space, then "%" (0.33333 → "33.3 %", 0.5 →
+ * "50 %"). `scale` 100 for the percentages the API gives 0–100 (release health, environment,
+ * versions); 1 (the default) for ratios 0–1 (funnels, retention).
+ */
+export function pct(value: number, scale: 1 | 100 = 1): string {
+  return `${fmt.format(Math.round(scale === 1 ? value * 1000 : value * 10) / 10)} %`;
+}
+
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : '—');
+
+/** A small object in short, its scalar fields as `key: value` (at most `max`): `os: linux, locale: de`. */
+export function keyValues(v: unknown, max = 4): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v !== 'object' || Array.isArray(v)) return JSON.stringify(v);
+  const parts = Object.entries(v as Record<string, unknown>)
+    .filter(([, x]) => x !== null && typeof x !== 'object')
+    .map(([k, x]) => `${k}: ${String(x)}`);
+  return parts.length ? parts.slice(0, max).join(', ') + (parts.length > max ? ', …' : '') : '—';
+}

@@ -1,5 +1,5 @@
 // Shared pieces: loading, error, empty and "not on this server yet" states, tables, filters.
-import type { ComponentChildren } from 'preact';
+import { isValidElement, type ComponentChildren } from 'preact';
 import type { ApiError } from './api';
 import type { Loaded } from './data';
 import { setParam, setParams } from './route';
@@ -153,6 +153,18 @@ export function Head({ cols }: { cols: string[] }) {
   );
 }
 
+const STAMP = /^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2})?( UTC)?)?$/;
+/**
+ * The class of a cell that should stay on one line: a short value, an id or version without
+ * spaces (never broken at its hyphens: `user-\n0`), a time (`2026-11-29 08:40 UTC`). Text with
+ * spaces (messages, environments, paths) wraps.
+ */
+export const noWrap = (c: ComponentChildren): 'nw' | undefined => {
+  // A link or span around a value (an occurrence's time, a session) is judged by its text.
+  const v = isValidElement(c) && typeof (c.props as { children?: unknown }).children === 'string' ? (c.props as { children: string }).children : c;
+  return typeof v === 'number' || (typeof v === 'string' && v.length <= 64 && (!/\s/.test(v) || v.length <= 12 || STAMP.test(v))) ? 'nw' : undefined;
+};
+
 export function Table({ caption, head, rows, id }: { caption: string; head: string[]; rows: ComponentChildren[][]; id?: string }) {
   return (
     <div class="table-wrap" tabIndex={0}>
@@ -163,7 +175,9 @@ export function Table({ caption, head, rows, id }: { caption: string; head: stri
           {rows.map((r, i) => (
             <tr key={i}>
               {r.map((c, j) => (
-                <td key={j}>{c}</td>
+                <td key={j} class={noWrap(c)}>
+                  {c}
+                </td>
               ))}
             </tr>
           ))}

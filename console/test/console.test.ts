@@ -69,7 +69,9 @@ describe('console', { skip, timeout: 600_000 }, () => {
     const sessions = health.data.reduce((n, r) => n + r.sessions, 0);
     const crashed = health.data.reduce((n, r) => n + r.crashed_sessions, 0);
     assert.deepEqual([sessions, crashed], [6, 2]);
-    assert.equal(await metric(page, 'crash-free'), `${((1 - crashed / sessions) * 100).toFixed(2)} %`);
+    // One decimal at most, as every rate of the console: 66.7 %, not 66.67 %.
+    assert.equal(await metric(page, 'crash-free'), `${(Math.round((1 - crashed / sessions) * 1000) / 10).toLocaleString('en-US')} %`);
+    assert.equal(await metric(page, 'crash-free'), '66.7 %');
     await page.waitForSelector('text=TypeError');
     // The most active accounts: the five with the most events over the 30 days, most first (the seed gives acme-1 the most).
     const top = await api<{ series: { breakdown_value: string | null; other: boolean; total: { events: number } }[] }>(
@@ -129,6 +131,7 @@ describe('console', { skip, timeout: 600_000 }, () => {
       await page.waitForSelector(`nav a[href="${href}"][aria-current=page]`);
       await settled(page);
       for (const v of await axe(page)) problems.push(`${href}: ${v.impact} ${v.id} (${v.help}, ${v.nodes} nodes)`);
+      problems.push(...(await looks(page)).map((p) => `${href}: ${p}`));
       await shot(page, href.replace(/\W+/g, '-').replace(/^-|-$/g, ''));
     }
     assert.deepEqual(problems, []);
@@ -184,7 +187,8 @@ describe('console', { skip, timeout: 600_000 }, () => {
     await page.goto(`${base}/console/#/versions?product=app`);
     await page.waitForSelector('[data-adoption-ready]');
     assert.notEqual(adoption.share_on_latest, null);
-    assert.equal(await page.textContent('[data-metric=share-on-latest]'), `${adoption.share_on_latest!.toLocaleString('en-US')} %`);
+    assert.equal(await page.textContent('[data-metric=share-on-latest]'), `${(Math.round(adoption.share_on_latest! * 10) / 10).toLocaleString('en-US')} %`);
+    assert.equal(await page.textContent('[data-metric=share-on-latest]'), '33.3 %');
     await page.waitForSelector('table[data-table=versions]');
     assert.deepEqual(
       await page.$$eval('table[data-table=versions] tbody tr', (rs) => rs.map((r) => [...r.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent))),
@@ -293,6 +297,22 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.equal(rows[0]![8], 'os: linux, locale: de-DE');
     assert.match((await page.textContent('table[data-table=occurrences] caption'))!, /Occurrences 1–20/);
     await shot(page, 'exception-occurrences');
+    // Nine columns of occurrences fit the page; times, versions and ids are not broken over lines.
+    assert.deepEqual(await looks(page), []);
+    assert.deepEqual(
+      // A cell's text more than one line (20 px) high was wrapped.
+      await page.$$eval('table[data-table=occurrences] tbody tr', (rs) =>
+        rs.flatMap((r) =>
+          [0, 2, 3, 6].flatMap((i) => {
+            const range = document.createRange();
+            range.selectNodeContents(r.children[i]!);
+            return range.getBoundingClientRect().height > 30 ? [r.children[i]!.textContent] : [];
+          }),
+        ),
+      ),
+      [],
+      'time, version, actor and account on one line',
+    );
     // The session links and the pager are reached by Tab too.
     const kb = await keyboard(page);
     assert.ok(kb.controls > 25, `${kb.controls} controls`);
@@ -481,6 +501,30 @@ describe('console', { skip, timeout: 600_000 }, () => {
     assert.deepEqual(errors, []);
   });
 });
+
+/**
+ * What a screenshot would show wrong: the page wider than the window (cut at its right edge), a
+ * table or chart wider than its frame (columns hidden to scroll to, a label cut), a raw value in a cell (NaN,
+ * undefined, true / false, an object's JSON), a percentage in another format than "33.3 %".
+ */
+async function looks(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const out: string[] = [];
+    const html = document.documentElement;
+    if (html.scrollWidth > window.innerWidth) out.push(`the page is ${html.scrollWidth} px wide in a ${window.innerWidth} px window`);
+    for (const t of document.querySelectorAll('main .table-wrap'))
+      if (t.scrollWidth > t.clientWidth) out.push(`a table is ${t.scrollWidth} px wide in a frame of ${t.clientWidth} px`);
+    // A chart drawn wider than its frame's content box has its right edge (the last day's label) cut.
+    for (const c of document.querySelectorAll('main .chart'))
+      if (c.scrollWidth > c.clientWidth) out.push(`a chart is ${c.scrollWidth} px wide in a frame of ${c.clientWidth} px`);
+    for (const td of document.querySelectorAll('main td, main .card-value')) {
+      const text = td.textContent!.trim();
+      if (/^(NaN|undefined|null|true|false|\[object Object\])$|^[[{]"/.test(text)) out.push(`a cell shows "${text}"`);
+      for (const m of text.matchAll(/(\d[\d,.]*)\s*%/g)) if (!/^\d{1,3}(\.\d)? %$/.test(m[0])) out.push(`a percentage "${m[0]}"`);
+    }
+    return out;
+  });
+}
 
 /**
  * Tab through the page from its start: every visible control (link, button, input, select, text

@@ -30,7 +30,11 @@ after(async () => {
 });
 
 const n = (v: number) => v.toLocaleString('en-US');
+/** Every rate on every page, one way: at most one decimal, a space, "%" (console/src/data.ts's pct). */
 const pct = (ratio: number) => `${n(Math.round(ratio * 1000) / 10)} %`;
+/** The same for the percentages the API gives 0–100 (release health, environment, versions). */
+const pct100 = (v: number | null) => (v === null ? '—' : `${n(Math.round(v * 10) / 10)} %`);
+const PERCENT = /^\d{1,3}(\.\d)? %$/;
 const get = <T>(path: string) => api<T>(base, t.adminKey, path);
 const post = <T>(path: string, body: unknown) => api<T>(base, t.adminKey, path, 'POST', body);
 
@@ -49,6 +53,21 @@ async function columns(page: Page, names: string[], selector?: string): Promise<
   return rows.map((r) => idx.map((i) => r[i]!));
 }
 const card = (page: Page, id: string) => page.textContent(`[data-metric=${id}] .card-value`);
+
+/** Every text of the page's tables with a "%" in it, each to be one formatted percentage. */
+const percents = (page: Page) =>
+  page.$$eval('main td, main .card-value, main strong', (els) => els.map((e) => e.textContent!.trim()).filter((t) => /%$/.test(t) && !/\(/.test(t)));
+
+/** The page is not cut at its right edge, and no table is wider than its frame (nothing hidden to scroll to). */
+async function fits(page: Page, what: string): Promise<void> {
+  const w = await page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    viewport: window.innerWidth,
+    tables: [...document.querySelectorAll('main .table-wrap')].map((t) => [t.scrollWidth, t.clientWidth]),
+  }));
+  assert.ok(w.page <= w.viewport, `${what}: the page is ${w.page} px wide in a ${w.viewport} px window`);
+  for (const [scroll, client] of w.tables) assert.ok(scroll! <= client!, `${what}: a table ${scroll} px wide in a frame of ${client} px`);
+}
 
 async function open(page: Page, view: string, ready = '[data-report-ready]'): Promise<void> {
   await page.goto(`${base}/console/#/${view}`);
@@ -101,6 +120,23 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
       bv.series[0]!.data.map((_, i) => bv.series.map((s) => n(s.data[i]!.events))),
     );
     await shot(page, 'trends-breakdown');
+    // The top 3 licenses and the rest: the API's "other" series is the column "(other)", never a
+    // column "other" of true / false.
+    const top3 = await get<{ series: { breakdown_value: string | null; other: boolean; data: { events: number }[] }[] }>(
+      '/v1/reports/trends?range=7d&interval=day&breakdown=license&limit=3',
+    );
+    assert.deepEqual(
+      top3.series.map((s) => s.other),
+      [false, false, false, true],
+    );
+    await open(page, 'trends?range=7d&interval=day&breakdown=license&limit=3&view=table');
+    const names = top3.series.map((s) => (s.other ? '(other)' : s.breakdown_value!));
+    assert.deepEqual((await table(page)).head, ['date', ...names]);
+    assert.deepEqual(
+      await columns(page, names),
+      top3.series[0]!.data.map((_, i) => top3.series.map((s) => n(s.data[i]!.events))),
+    );
+    assert.equal(await page.inputValue('#f-limit'), '3');
 
     // Active actors: per day, and DAU / WAU / MAU of the last day.
     const ac = await get<{ data: { date: string; active: number }[]; rolling: { dau: number; wau: number; mau: number }[] }>(
@@ -135,6 +171,7 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
       re.cohorts.some((c) => c.size > 0),
       'a cohort with actors',
     );
+    for (const t of await percents(page)) assert.match(t, PERCENT);
     await shot(page, 'retention', join(DOCS, 'console-retention.png'));
 
     // Paths after app:started.
@@ -160,34 +197,104 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
       ss.data.map((d) => [d.date, n(d.sessions)]),
     );
 
-    // Release health per version.
-    const rh = await get<{ data: { product_version: string; sessions: number; crashed_sessions: number; crash_free_sessions: number | null }[] }>(
-      '/v1/sessions/release-health?range=30d',
-    );
+    // Release health per version: grouped columns (sessions by status, actors, crash-free,
+    // adoption) that fit the page; the rates as percentages of one decimal at most.
+    type Health = {
+      product: string;
+      product_version: string;
+      sessions: number;
+      actors: number;
+      crashed_sessions: number;
+      errored_sessions: number;
+      abnormal_sessions: number;
+      healthy_sessions: number;
+      crashed_actors: number;
+      crash_free_sessions: number | null;
+      crash_free_actors: number | null;
+      adoption: { sessions: number | null; actors: number | null };
+    };
+    const rh = await get<{ data: Health[] }>('/v1/sessions/release-health?range=30d');
     await open(page, 'release-health?range=30d');
+    const { head: rhead, rows: rhrows } = await table(page, 'table[data-table=release-health]');
+    assert.deepEqual(rhead, [
+      'Product',
+      'Version',
+      'Sessions',
+      'Actors',
+      'Crash-free',
+      'Adoption',
+      'total',
+      'crashed',
+      'errored',
+      'abnormal',
+      'healthy',
+      'total',
+      'crashed',
+      'sessions',
+      'actors',
+      'sessions',
+      'actors',
+    ]);
     assert.deepEqual(
-      await columns(page, ['product version', 'sessions', 'crashed sessions', 'crash free sessions']),
-      rh.data.map((r) => [r.product_version, n(r.sessions), n(r.crashed_sessions), r.crash_free_sessions === null ? '—' : n(r.crash_free_sessions)]),
+      rhrows,
+      rh.data.map((r) => [
+        r.product,
+        r.product_version,
+        ...[r.sessions, r.crashed_sessions, r.errored_sessions, r.abnormal_sessions, r.healthy_sessions, r.actors, r.crashed_actors].map(n),
+        pct100(r.crash_free_sessions),
+        pct100(r.crash_free_actors),
+        pct100(r.adoption.sessions),
+        pct100(r.adoption.actors),
+      ]),
     );
-
-    // Environment: actors per OS.
-    const en = await get<{ data: { value: string | null; actors: number; sessions: number }[] }>('/v1/environment/os?range=30d');
-    await open(page, 'environment?range=30d');
+    // The seed's three versions, a third of the sessions each: 33.3 %, never 33.333 %.
     assert.deepEqual(
-      await columns(page, ['value', 'actors', 'sessions']),
-      en.data.map((r) => [r.value ?? '—', n(r.actors), n(r.sessions)]),
+      rhrows.map((r) => r.slice(-2)),
+      [
+        ['33.3 %', '33.3 %'],
+        ['33.3 %', '33.3 %'],
+        ['33.3 %', '33.3 %'],
+      ],
+    );
+    for (const t of await percents(page)) assert.match(t, PERCENT);
+    await fits(page, 'release health');
+    await shot(page, 'release-health-fits');
+
+    // Environment: actors per OS; the API's "other" flag is no column: the rest past the top
+    // values is the value "(other)", actors who sent none "(not sent)"; the share a percentage.
+    const en = await get<{ data: { value: string | null; other: boolean; actors: number; sessions: number; actor_share: number }[] }>(
+      '/v1/environment/os?range=30d',
+    );
+    await open(page, 'environment?range=30d');
+    const { head: ehead } = await table(page);
+    assert.deepEqual(ehead, ['operating system', 'actors', 'sessions', 'actor share']);
+    assert.deepEqual(
+      await columns(page, ['operating system', 'actors', 'sessions', 'actor share']),
+      en.data.map((r) => [r.other ? '(other)' : (r.value ?? '(not sent)'), n(r.actors), n(r.sessions), pct100(r.actor_share)]),
     );
     // 6 actors sent an environment with their session; the other 9 active actors sent none (null).
     assert.deepEqual(en.data.map((r) => `${r.value}: ${r.actors}`).toSorted(), ['Windows 11 23H2: 3', 'macOS 14.5: 3', 'null: 9']);
+    assert.doesNotMatch((await page.textContent('main table'))!, /\b(true|false)\b/);
 
     // Event explorer: the same events, newest first.
-    const ev = await get<{ data: { event_id: string }[] }>('/v1/events?range=7d&category=editor&name=file_saved');
+    const ev = await get<{ data: { event_id: string; occurred_at: string }[] }>('/v1/events?range=7d&category=editor&name=file_saved');
     await open(page, 'events?range=7d&category=editor&name=file_saved');
     assert.deepEqual(
       (await columns(page, ['event id'])).map((r) => r[0]),
       ev.data.map((e) => e.event_id),
     );
     assert.equal(ev.data.length, 50);
+    // Times to the second in UTC, no ISO "T…Z"; the table fits the page (ids and times on one line).
+    assert.deepEqual(
+      (await columns(page, ['time (UTC)'])).map((r) => r[0]),
+      ev.data.map((e) => e.occurred_at.replace('T', ' ').slice(0, 19)),
+    );
+    await fits(page, 'event explorer');
+    assert.equal(
+      await page.$$eval('main tbody tr', (rs) => rs.filter((r) => r.getBoundingClientRect().height > 40).length),
+      0,
+      'every row of the explorer is one line',
+    );
 
     // Usage and plan: this cycle's events against the allotment, and what happens next.
     const us = await get<{ usage: { events: number; allotment: number } }>('/v1/usage');
@@ -242,6 +349,12 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
     assert.equal(url.searchParams.get('breakdown'), 'product_version');
     await page.reload();
     await page.waitForSelector('table[data-table=funnel-breakdown]');
+    // Every rate of the page in one format: "26.7 %" in the step table as in the bars.
+    const rates = await page.$$eval('main td, .bar-value, .summary strong', (els) =>
+      els.flatMap((e) => [...e.textContent!.matchAll(/[\d.,]+\s*%/g)].map((m) => m[0])),
+    );
+    assert.ok(rates.length > 20, rates.join(' | '));
+    for (const r of rates) assert.match(r, PERCENT);
     await shot(page, 'funnel', join(DOCS, 'console-funnel.png'));
 
     // Conversion over time: a line, not steps.

@@ -1,5 +1,5 @@
 import { api, type Page } from '../api';
-import { fmt, rangeSince, useQuery, when } from '../data';
+import { fmt, keyValues, rangeSince, useQuery, when } from '../data';
 import { href } from '../route';
 import { LineChart } from '../chart';
 import { Empty, RANGES, Select, Show, Table } from '../ui';
@@ -136,15 +136,6 @@ interface Occurrence {
 export const OCCURRENCES_PAGE = 20;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** What the client said of its environment, in short: `os: linux, locale: de`. */
-function environmentOf(env: unknown): string {
-  if (env === null || typeof env !== 'object' || Array.isArray(env)) return env === null || env === undefined ? '—' : JSON.stringify(env);
-  const parts = Object.entries(env as Record<string, unknown>)
-    .filter(([, v]) => v !== null && typeof v !== 'object')
-    .map(([k, v]) => `${k}: ${String(v)}`);
-  return parts.length ? parts.slice(0, 4).join(', ') : '—';
-}
-
 /**
  * The group's occurrences in the trend's range, newest first, a page at a time: the page's cursor
  * and number are in the URL (`occ`, `occ_page`), so a page can be shared, reloaded, and left with
@@ -202,7 +193,7 @@ function Occurrences({
                   ),
                   o.message ?? '(no message)',
                   ...(accounts ? [o.account_id ?? '—', o.license_id ?? '—'] : []),
-                  environmentOf(o.environment),
+                  keyValues(o.environment),
                 ])}
               />
             )}

@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { LineChart } from '../chart';
-import { fmt, useQuery } from '../data';
+import { fmt, pct, useQuery } from '../data';
 import { href, setParam, setParams } from '../route';
 import { Empty, Head, Select, Show } from '../ui';
 import { ProductPicker, RANGES, type PageProps } from './common';
@@ -59,7 +59,6 @@ export function funnelBody(p: URLSearchParams) {
   };
 }
 
-export const pct = (ratio: number) => `${fmt.format(Math.round(ratio * 1000) / 10)} %`;
 const label = (v: string | null) => (v === null ? '(none)' : v);
 
 export function Funnels({ access, params }: PageProps) {

@@ -2,7 +2,7 @@
 // exception groups, dead letters and how fresh the read model is, each from its own endpoint
 // (every plan sees them; the accounts table only on account plans).
 import { api, ApiError, type Page } from '../api';
-import { fmt, useQuery, when } from '../data';
+import { fmt, pct, useQuery, when } from '../data';
 import { href } from '../route';
 import { Card, ErrorState, Loading, Table } from '../ui';
 import { LineChart } from '../chart';
@@ -161,8 +161,6 @@ export function Overview({ access }: PageProps) {
     </div>
   );
 }
-
-const pct = (ratio: number) => `${(ratio * 100).toFixed(2)} %`;
 
 function ago(iso: string | null | undefined): string {
   if (!iso) return 'not yet';

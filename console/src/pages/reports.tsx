@@ -1,16 +1,18 @@
 // The report and behaviour pages (issues 15 and 16). Each is one endpoint with the shared
 // filter grammar (range, interval, product, breakdown, compare) read from the URL; on a server
 // without the endpoint the page says so (404 → "not available on this server yet").
+import type { JSX } from 'preact';
 import { api, withQuery, type Query } from '../api';
-import { fmt, useQuery } from '../data';
-import { setParam } from '../route';
+import { fmt, keyValues, useQuery } from '../data';
+import { href, setParam } from '../route';
 import { Card, Empty, Select, Show, TextFilter } from '../ui';
 import type { PageDef } from './index';
 import { ProductPicker, RANGES, type PageProps } from './common';
 import { Result, rowsOf, toCsv } from './result';
 import { Funnels } from './funnel';
+import { ReleaseHealthTable } from './release-health';
 
-type Control = 'interval' | 'breakdown' | 'compare' | 'view' | 'event' | 'live' | 'range' | 'session';
+type Control = 'interval' | 'breakdown' | 'top' | 'compare' | 'view' | 'event' | 'live' | 'range' | 'session';
 interface Report {
   id: string;
   title: string;
@@ -32,11 +34,21 @@ interface Report {
   dataColumns?: boolean;
   /** What an empty answer says, where "widen the range" does not apply. */
   empty?: string;
+  /** A table of its own instead of the generic one (release health: grouped columns). */
+  table?: (answer: unknown, title: string) => JSX.Element;
 }
 
 const BREAKDOWNS: [string, string][] = [
   ['', 'No breakdown'],
   ...['category', 'name', 'version', 'product', 'account', 'license', 'os', 'browser'].map((b): [string, string] => [b, b]),
+];
+/** How many breakdown values trends shows, the rest as one "(other)" (the API's default is 10). */
+const TOPS: [string, string][] = [
+  ['3', 'Top 3'],
+  ['5', 'Top 5'],
+  ['', 'Top 10'],
+  ['25', 'Top 25'],
+  ['50', 'Top 50'],
 ];
 const PERIODS = new Set(['day', 'week', 'month']);
 /** The filters a POST body carries, from the URL (empty ones left out). */
@@ -47,7 +59,7 @@ const DEFS: Report[] = [
     id: 'trends',
     title: 'Trends',
     path: '/v1/reports/trends',
-    controls: ['range', 'interval', 'breakdown', 'compare', 'view', 'event'],
+    controls: ['range', 'interval', 'breakdown', 'top', 'compare', 'view', 'event'],
     rows: trendRows,
     dataColumns: true,
     cards: (a) => {
@@ -117,10 +129,73 @@ const DEFS: Report[] = [
       ];
     },
   },
-  { id: 'release-health', title: 'Release health', path: '/v1/sessions/release-health', controls: ['range'] },
-  { id: 'environment', title: 'Environment', path: '/v1/environment/os', controls: ['range'] },
-  { id: 'events', title: 'Event explorer', path: '/v1/events', controls: ['range', 'event', 'session', 'live'] },
+  {
+    id: 'release-health',
+    title: 'Release health',
+    path: '/v1/sessions/release-health',
+    controls: ['range'],
+    table: (answer, title) => <ReleaseHealthTable answer={answer} title={title} />,
+  },
+  { id: 'environment', title: 'Environment', path: '/v1/environment/os', controls: ['range'], rows: environmentRows },
+  { id: 'events', title: 'Event explorer', path: '/v1/events', controls: ['range', 'event', 'session', 'live'], rows: eventRows },
 ];
+
+interface Environment {
+  field: string;
+  data: { value: string | null; other: boolean; actors: number; sessions: number; actor_share: number | null }[];
+}
+/** Environment: the value (the rest past the top values as "(other)", actors who sent none as "(not sent)"), actors, sessions, share. */
+function environmentRows(answer: unknown): Record<string, unknown>[] {
+  const e = answer as Environment;
+  const field = e.field === 'os' ? 'operating_system' : e.field;
+  return e.data.map((r) => ({ [field]: r.other ? '(other)' : (r.value ?? '(not sent)'), actors: r.actors, sessions: r.sessions, actor_share: r.actor_share }));
+}
+
+interface ExplorerEvent {
+  event_id: string;
+  occurred_at: string;
+  product: string;
+  product_version: string;
+  category: string;
+  name: string;
+  actor_id: string;
+  identified_actor_id: string | null;
+  session_id: string | null;
+  properties: unknown;
+  account_id?: string | null;
+  license_id?: string | null;
+}
+/**
+ * The explorer: one short column per question (when, what, which version, who), then the
+ * session, account, license and properties when an event of the page has them, the event id
+ * last. A session links to its events; when the server received the event is in the CSV.
+ */
+function eventRows(answer: unknown): Record<string, unknown>[] {
+  const params = Object.fromEntries(new URLSearchParams(location.hash.split('?')[1] ?? ''));
+  const events = (answer as { data: ExplorerEvent[] }).data;
+  const any = (f: (e: ExplorerEvent) => unknown) => events.some((e) => f(e) !== null && f(e) !== undefined);
+  const [sessions, accounts, licenses, properties] = [any((e) => e.session_id), any((e) => e.account_id), any((e) => e.license_id), any((e) => e.properties)];
+  return events.map((e) => ({
+    'time (UTC)': e.occurred_at.replace('T', ' ').slice(0, 19),
+    event: `${e.category}/${e.name}`,
+    version: `${e.product} ${e.product_version}`,
+    actor: e.identified_actor_id ? `${e.identified_actor_id} (${e.actor_id})` : e.actor_id,
+    ...(sessions
+      ? {
+          session:
+            e.session_id === null ? null : (
+              <a href={href('events', { ...params, session_id: e.session_id })} data-value={e.session_id} aria-label={`Events of session ${e.session_id}`}>
+                {e.session_id.slice(0, 8)}
+              </a>
+            ),
+        }
+      : {}),
+    ...(accounts ? { account: e.account_id } : {}),
+    ...(licenses ? { license: e.license_id } : {}),
+    ...(properties ? { properties: keyValues(e.properties) } : {}),
+    event_id: e.event_id,
+  }));
+}
 
 interface TrendSeries {
   breakdown_value: string | null;
@@ -135,7 +210,8 @@ interface Trends {
 /** Trends: one row per bucket, a column of events per series (breakdown value); the previous period's by position. */
 function trendRows(answer: unknown): Record<string, unknown>[] {
   const t = answer as Trends;
-  const name = (s: TrendSeries) => (s.other ? 'other' : s.breakdown_value === null ? (t.series.length > 1 ? '(none)' : 'events') : s.breakdown_value);
+  // The rest past the top values is "(other)", as no value sent is "(none)": never mistaken for a value named "other".
+  const name = (s: TrendSeries) => (s.other ? '(other)' : s.breakdown_value === null ? (t.series.length > 1 ? '(none)' : 'events') : s.breakdown_value);
   const dates = t.series[0]?.data.map((d) => d.date) ?? [];
   return dates.map((date, i) => {
     const row: Record<string, unknown> = { date };
@@ -152,6 +228,7 @@ function queryOf(r: Report, p: URLSearchParams): Query {
   if (!r.controls.includes('range')) delete q.range;
   if (r.controls.includes('interval')) q.interval = p.get('interval') ?? r.intervals?.[0] ?? 'day';
   if (r.controls.includes('breakdown')) q.breakdown = p.get('breakdown') ?? '';
+  if (r.controls.includes('top') && q.breakdown) q.limit = p.get('limit') ?? '';
   if (r.controls.includes('compare') && p.get('compare')) q.compare = 'previous';
   if (r.controls.includes('event')) Object.assign(q, { category: p.get('category') ?? '', name: p.get('name') ?? '' });
   if (r.controls.includes('session')) q.session_id = p.get('session_id') ?? '';
@@ -197,6 +274,9 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
         {r.controls.includes('event') && <TextFilter label="Name" name="name" value={params.get('name') ?? ''} />}
         {r.controls.includes('session') && <TextFilter label="Session" name="session_id" value={params.get('session_id') ?? ''} />}
         {r.controls.includes('breakdown') && <Select label="Breakdown" name="breakdown" value={params.get('breakdown') ?? ''} options={BREAKDOWNS} />}
+        {r.controls.includes('top') && params.get('breakdown') && (
+          <Select label="Breakdown values" name="limit" value={params.get('limit') ?? ''} options={TOPS} />
+        )}
         {r.controls.includes('compare') && <Check label="Compare to previous period" name="compare" on={!!params.get('compare')} />}
         {r.controls.includes('live') && <Check label="Live refresh (5 s)" name="live" on={live} />}
         {r.controls.includes('view') && (
@@ -230,7 +310,11 @@ function ReportPage({ r, access, params }: PageProps & { r: Report }) {
                   ))}
                 </div>
               )}
-              <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} dataColumns={r.dataColumns} empty={r.empty} />
+              {r.table ? (
+                r.table(answer, r.title)
+              ) : (
+                <Result answer={r.rows ? r.rows(answer) : answer} view={view} title={r.title} dataColumns={r.dataColumns} empty={r.empty} />
+              )}
             </div>
           )}
         </Show>

@@ -1,9 +1,10 @@
 // Report answers drawn without knowing their exact shape in advance: the first list of rows in
 // the answer becomes a table (and a chart when rows have a time and numbers); a row holding a
 // list of numbers (a retention cohort) becomes heatmap cells.
+import { isValidElement, type ComponentChildren } from 'preact';
 import { LineChart } from '../chart';
-import { fmt } from '../data';
-import { Empty } from '../ui';
+import { fmt, keyValues, pct } from '../data';
+import { Empty, noWrap } from '../ui';
 
 type Row = Record<string, unknown>;
 const TIME_KEYS = ['t', 'time', 'bucket', 'interval_start', 'start', 'date', 'day', 'period', 'period_start', 'cohort'];
@@ -33,27 +34,39 @@ export function rowsOf(answer: unknown): Row[] {
   return [];
 }
 
-/** Ratios (0–1) of the behaviour answers, shown as percentages. */
+/** Ratios (0–1) of the behaviour answers, and percentages (0–100) of the session, environment and version answers. */
 const RATIO = /^(conversion|drop_off|conversion_rate)/;
+const PERCENT = /^(crash_free|adoption|actor_share|share_on)/;
 const MIDNIGHT = /^(\d{4}-\d{2}-\d{2})T00:00:00(\.0+)?Z$/;
 
-const cell = (v: unknown, col = ''): string =>
-  typeof v === 'number' && RATIO.test(col) && v >= 0 && v <= 1
-    ? `${fmt.format(Math.round(v * 1000) / 10)} %`
-    : typeof v === 'string' && MIDNIGHT.test(v)
-      ? v.slice(0, 10) // a period start: the day says it all
-      : typeof v === 'number'
-        ? fmt.format(v)
-        : v === null || v === undefined
-          ? '—'
-          : typeof v === 'object'
-            ? JSON.stringify(v)
-            : String(v);
+const cell = (v: unknown, col = ''): ComponentChildren =>
+  isValidElement(v)
+    ? v // a link a page's rows made (the explorer's session)
+    : typeof v === 'number' && RATIO.test(col) && v >= 0 && v <= 1
+      ? pct(v)
+      : typeof v === 'number' && PERCENT.test(col)
+        ? pct(v, 100)
+        : typeof v === 'string' && MIDNIGHT.test(v)
+          ? v.slice(0, 10) // a period start: the day says it all
+          : typeof v === 'number'
+            ? fmt.format(v)
+            : v === null || v === undefined
+              ? '—'
+              : typeof v === 'object'
+                ? keyValues(v)
+                : String(v);
 
 export function toCsv(rows: Row[]): string {
   const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const esc = (v: unknown) => {
-    const s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    // A link a page's rows made stands for the value it carries (data-value).
+    const s = isValidElement(v)
+      ? String((v.props as { 'data-value'?: unknown })['data-value'] ?? '')
+      : v === null || v === undefined
+        ? ''
+        : typeof v === 'object'
+          ? JSON.stringify(v)
+          : String(v);
     return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   return [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n');
@@ -142,17 +155,22 @@ export function Result({
           <tbody>
             {rows.map((r, i) => (
               <tr key={i}>
-                {scalars.map((c) => (
-                  <td key={c}>{cell(r[c], c)}</td>
-                ))}
+                {scalars.map((c) => {
+                  const text = cell(r[c], c);
+                  return (
+                    <td key={c} class={noWrap(text)}>
+                      {text}
+                    </td>
+                  );
+                })}
                 {arrays.flatMap((c) =>
                   ((r[c] as number[] | undefined) ?? []).map((v, j) =>
                     // An empty cohort has no rate to show: a blank, not a 0 % that reads as churn.
                     r.size === 0 ? (
                       <td key={`${c}${j}`}>—</td>
                     ) : (
-                      <td key={`${c}${j}`} style={heat(v, max)}>
-                        {c.endsWith('_pct') ? `${cell(v)} %` : cell(v)}
+                      <td key={`${c}${j}`} class="nw" style={heat(v, max)}>
+                        {c.endsWith('_pct') ? pct(v, 100) : cell(v)}
                       </td>
                     ),
                   ),

@@ -1,7 +1,7 @@
 // Usage and plan: events this billing cycle against the plan's allotment, the billing state, and
 // what happens next on this plan (docs/plans-and-limits.md), from GET /v1/usage.
 import { api } from '../api';
-import { fmt, useQuery, when } from '../data';
+import { fmt, pct, useQuery, when } from '../data';
 import { Card, Show } from '../ui';
 import type { PageProps } from './common';
 
@@ -94,7 +94,7 @@ export function UsagePage({ access }: PageProps) {
             {allotment !== null && (
               <div class="meter">
                 <label for="usage-meter">
-                  {fmt.format(events)} of {fmt.format(allotment)} events ({fmt.format(Math.round(share * 10) / 10)} %)
+                  {fmt.format(events)} of {fmt.format(allotment)} events ({pct(share, 100)})
                 </label>
                 <meter id="usage-meter" min={0} max={allotment} value={Math.min(events, allotment)} low={allotment * 0.8} high={allotment * 0.95} optimum={0} />
               </div>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, type Page } from '../api';
-import { fmt, useQuery, when } from '../data';
+import { fmt, pct, useQuery, when } from '../data';
 import type { Product } from '../session';
 import { Empty, ErrorState, Show, Table } from '../ui';
 import { FirstEvent, NoPermission, productOf, ProductPicker, type PageProps } from './common';
@@ -143,7 +143,7 @@ function Adoption({ slug }: { slug: string }) {
             <h2>Adoption, last 30 days</h2>
             <p>
               Latest version: <strong>{r.latest_version ?? '—'}</strong>; active actors on it:{' '}
-              <strong data-metric="share-on-latest">{r.share_on_latest === null ? '—' : `${fmt.format(r.share_on_latest)} %`}</strong>
+              <strong data-metric="share-on-latest">{r.share_on_latest === null ? '—' : pct(r.share_on_latest, 100)}</strong>
             </p>
             {rows.length > 0 && (
               <Table caption={`Actors per version on ${lastDay}`} head={['Version', 'Actors']} rows={rows.map((a) => [a.version, fmt.format(a.actors)])} />
