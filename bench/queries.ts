@@ -212,7 +212,7 @@ async function fold(db: Awaited<ReturnType<typeof openDb>>, gen: pg.Client): Pro
   if (!(await jobs.runOnce('rollups'))) throw new Error('the fold failed');
   await jobs.stop();
   const run = (performance.now() - t0) / 1000;
-  await gen.query(`VACUUM (ANALYZE) ${RM_TABLES}`);
+  await gen.query(`VACUUM (ANALYZE) ${RM_TABLES}, rm_actor_ordinals`);
   const steps = [...kinds].sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(0)} s`);
   console.log(`folded in ${run.toFixed(0)} s by one run of the job (${steps.join(', ')}), then VACUUM (ANALYZE); load ${load()}`);
 }

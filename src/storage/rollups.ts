@@ -306,7 +306,7 @@ export function touchRefreshed(now: Date): ScriptStatement[] {
  * `events_by_name` alone (an index-only scan); the embedded store's upkeep only analyzes them
  * (rollupJob's vacuumEvents).
  */
-const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'ru_accounts', 'ru_licenses'] as const;
+const MAINTAINED_TABLES = [...DERIVED_TABLES, 'rm_compaction_due', 'rm_actor_ordinals', 'rm_session_days_stale', 'ru_accounts', 'ru_licenses'] as const;
 
 /** rm_actor_months' rows per 8 kB page, about (36 MB for 197,685 rows when freshly written). */
 const MONTH_ROWS_PER_PAGE = 40;
