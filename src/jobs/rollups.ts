@@ -101,6 +101,9 @@ const RANGES_PER_MS = 1 / 25;
  */
 const FIRST_US_PER_MERGED_KEY = 500;
 
+/** The widest a slice looks, in transaction ids: where the width of a process that has run a while ends up. */
+export const MAX_WIDTH = 1 << 30;
+
 /** A slice's size: the transaction ids it looks at, and the events it may fold (`budget`). */
 interface Size {
   width: number;
@@ -127,7 +130,7 @@ function nextSize(size: Size, last: Slice, sliceMs: number, minEvents: number): 
   const fits = Math.floor((last.events * sliceMs) / Math.max(1, last.ms));
   const budget = full ? Math.max(1, minEvents, Math.min(2 * size.budget, fits)) : size.budget;
   const widen = last.ms <= sliceMs || last.events < minEvents;
-  const width = last.cut ? Math.max(1, 2 * last.xids) : widen ? Math.min(2 * size.width, 1 << 30) : size.width;
+  const width = last.cut ? Math.max(1, 2 * last.xids) : widen ? Math.min(2 * size.width, MAX_WIDTH) : size.width;
   return { width, budget };
 }
 
