@@ -143,14 +143,17 @@ const BUCKET_MS = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, mont
 export const MAX_BUCKETS = 2_000;
 export function checkBuckets(s: Scope): void {
   const n = Math.ceil((s.to.getTime() - s.from.getTime()) / BUCKET_MS[s.interval]);
-  if (n > MAX_BUCKETS) {
-    throw new AppError(422, 'query_too_large', `${n} ${s.interval} buckets; at most ${MAX_BUCKETS}: narrow the range or widen the interval`, {
-      errors: [
-        { field: 'interval', message: 'too many buckets for the range' },
-        { field: 'range', message: 'too long for the interval' },
-      ],
-    });
-  }
+  if (n > MAX_BUCKETS) throw seriesTooLong(`${n} ${s.interval} buckets; at most ${MAX_BUCKETS}: narrow the range or widen the interval`);
+}
+
+/** A series of too many points for its range (a report's buckets, a funnel's or retention's periods): a 422 naming `field` and the range. */
+export function seriesTooLong(message: string, field = 'interval'): AppError {
+  return new AppError(422, 'query_too_large', message, {
+    errors: [
+      { field, message: 'too many points for the range' },
+      { field: 'range', message: `too long for the ${field}` },
+    ],
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AppError } from '../../errors.js';
+import { seriesTooLong } from '../filters.js';
 import { localDate, zonedMidnight, type Interval } from '../scope.js';
 
 // Local calendar periods (hour, day, ISO week from Monday, month) in a time zone, for funnel
@@ -31,14 +31,7 @@ export function periodsBetween(from: number, to: number, tz: string, interval: I
   for (let p = periodStart(from, tz, interval); p < to; p = periodAfter(p, 1, tz, interval)) {
     out.push(p);
     // As a report's series past its buckets (filters.ts, checkBuckets): a query too large, not an invalid one.
-    if (out.length > MAX_PERIODS) {
-      throw new AppError(422, 'query_too_large', `more than ${MAX_PERIODS} ${interval} periods: use a wider ${field} or a narrower range`, {
-        errors: [
-          { field, message: 'too many periods for the range' },
-          { field: 'range', message: 'too long for the period' },
-        ],
-      });
-    }
+    if (out.length > MAX_PERIODS) throw seriesTooLong(`more than ${MAX_PERIODS} ${interval} periods: use a wider ${field} or a narrower range`, field);
   }
   return out;
 }
