@@ -191,12 +191,16 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // CONTRACT.md asks. JSON.parse itself creates "__proto__" as an ordinary own key, never a prototype.
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const batch = request.routeOptions.url === '/v1/events';
+    // No body at all under a JSON Content-Type (a client that sets the header on every request, a
+    // DELETE or a subscription's cancel among them) is no body: a route that needs one says so
+    // (its schema's 400 naming body). A batch's empty body stays invalid_batch (BAD-INPUTS.md 1).
+    if (!batch && (body as string).trim() === '') return done(null, undefined);
     try {
       // An underflowing number (1e-400) is made one that overflows: rejected as 1e400 is, not stored as 0.
       done(null, JSON.parse(overflowUnderflows(body as string)));
     } catch {
       // A batch's 400 is invalid_batch; elsewhere validation_error, with the field it names (CONTRACT.md).
-      const batch = request.routeOptions.url === '/v1/events';
       done(
         new AppError(400, batch ? 'invalid_batch' : 'validation_error', 'the body is not valid JSON', {
           ...(batch ? {} : { errors: [{ field: 'body', message: 'is not valid JSON' }] }),

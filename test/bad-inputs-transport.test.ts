@@ -5,7 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { countStored, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
+import { ADMIN_TOKEN, countStored, event, postEvents, startTestApp, tenantWithProduct, type TestApp } from './helpers/app.js';
 import { assertProblem, deadLetterReasons } from './helpers/verdicts.js';
 
 const MiB = 1_048_576;
@@ -141,6 +141,47 @@ describe('BAD-INPUTS transport and framing (lines 1–6)', () => {
       assertProblem(res, 400, 'invalid_batch');
     }
     await assertNothingStored(tenant.id);
+  });
+
+  it('a request without a body but with Content-Type: application/json is answered as one without the header (a client that sets it on every request)', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const json = { 'content-type': 'application/json' };
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, ...json };
+    const key = await t.app.inject({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenant.id}/keys`,
+      headers: admin,
+      payload: { name: 'spare', permissions: ['read'] },
+    });
+    assert.equal(key.statusCode, 201, key.body);
+    for (const body of ['', ' \r\n']) {
+      // Routes without a body: the same answer as without the header.
+      const cancel = await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${tenant.id}/subscription/cancel`, headers: admin, body });
+      assert.equal(cancel.statusCode, 200, cancel.body);
+      const reactivate = await t.app.inject({ method: 'POST', url: `/admin/v1/tenants/${tenant.id}/subscription/reactivate`, headers: admin, body });
+      assert.equal(reactivate.statusCode, 200, reactivate.body);
+      assert.equal(reactivate.json<{ billing_state: string }>().billing_state, 'accepting');
+      // Routes that need a body say so, naming it; a batch's empty body is still invalid_batch (BAD-INPUTS 1).
+      const start = await t.app.inject({ method: 'POST', url: '/v1/events/sessions', headers: { authorization: `Bearer ${tenant.ingestKey}`, ...json }, body });
+      assert.ok(start.statusCode === 400 || start.statusCode === 422, start.body);
+      assert.match(start.body, /body/);
+      assertProblem(await postEvents(t.app, tenant.ingestKey, body), 400, 'invalid_batch');
+    }
+    const revoke = await t.app.inject({
+      method: 'DELETE',
+      url: `/admin/v1/tenants/${tenant.id}/keys/${key.json<{ id: string }>().id}`,
+      headers: admin,
+      body: '',
+    });
+    assert.equal(revoke.statusCode, 204, revoke.body);
+    const remove = await t.app.inject({
+      method: 'DELETE',
+      url: `/v1/products/${tenant.productId}`,
+      headers: { authorization: `Bearer ${tenant.adminKey}`, ...json },
+      body: '',
+    });
+    assert.equal(remove.statusCode, 202, remove.body);
+    assert.equal(await countStored(t.db, tenant.id), 0);
   });
 
   it('BAD-INPUTS 2: an object, a scalar, null, [] or 1001 elements is 400 invalid_batch; nothing stored', async () => {
