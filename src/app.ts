@@ -193,8 +193,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const batch = request.routeOptions.url === '/v1/events';
     // No body at all under a JSON Content-Type (a client that sets the header on every request, a
-    // DELETE or a subscription's cancel among them) is no body: a route that needs one says so
-    // (its schema's 400 naming body). A batch's empty body stays invalid_batch (BAD-INPUTS.md 1).
+    // DELETE or a subscription's cancel among them) is no body: a route that needs one says so,
+    // naming body (400; 422 on the routes that judge one record). A batch's empty body stays
+    // invalid_batch (BAD-INPUTS.md 1).
     if (!batch && (body as string).trim() === '') return done(null, undefined);
     try {
       // An underflowing number (1e-400) is made one that overflows: rejected as 1e400 is, not stored as 0.

@@ -163,8 +163,17 @@ describe('BAD-INPUTS transport and framing (lines 1–6)', () => {
       assert.equal(reactivate.json<{ billing_state: string }>().billing_state, 'accepting');
       // Routes that need a body say so, naming it; a batch's empty body is still invalid_batch (BAD-INPUTS 1).
       const start = await t.app.inject({ method: 'POST', url: '/v1/events/sessions', headers: { authorization: `Bearer ${tenant.ingestKey}`, ...json }, body });
-      assert.ok(start.statusCode === 400 || start.statusCode === 422, start.body);
-      assert.match(start.body, /body/);
+      assertProblem(start, 422, 'validation_error');
+      assert.deepEqual(
+        start.json<{ errors: { field: string }[] }>().errors.map((e) => e.field),
+        ['body'],
+      );
+      const product = await t.app.inject({ method: 'POST', url: '/v1/products', headers: { authorization: `Bearer ${tenant.adminKey}`, ...json }, body });
+      assertProblem(product, 400, 'validation_error');
+      assert.deepEqual(
+        product.json<{ errors: { field: string }[] }>().errors.map((e) => e.field),
+        ['body'],
+      );
       assertProblem(await postEvents(t.app, tenant.ingestKey, body), 400, 'invalid_batch');
     }
     const revoke = await t.app.inject({
