@@ -8,7 +8,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Config } from './config.js';
-import { AppError, queryTooLarge, StatementTimeoutError } from './errors.js';
+import { AppError, queryTooLarge, StatementTimeoutError, validationError } from './errors.js';
 import type { Plans } from './domain/plans.js';
 import { LIMITS } from './domain/record-rules.js';
 import type { Db } from './storage/db.js';
@@ -268,6 +268,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // `write`: saving, changing or deleting a segment) included. The one place that mapping lives.
   await app.register(async (reads: App) => {
     reads.setErrorHandler((err, request) => {
+      // A zone the server's Intl knows and the store does not (validTimeZone refuses those known; a
+      // store with older tzdata than Node's may lack a new one): the caller's tz, not a 500.
+      if (err instanceof Error && (err as { code?: string }).code === '22023' && /^time zone ".*" not recognized$/.test(err.message))
+        throw validationError([{ field: 'tz', message: 'a time zone name this store does not know' }]);
       throw err instanceof StatementTimeoutError && !request.routeOptions.config.write ? queryTooLarge() : err;
     });
     accountRoutes(reads, ctx);
