@@ -24,7 +24,7 @@ import { openapiTransforms } from './http/openapi.js';
 import { registerOverloadProtection } from './http/plugins/overload.js';
 import { createRateLimiter, type RateLimiter } from './http/plugins/rate-limit.js';
 import { adminRoutes } from './http/routes/admin.js';
-import { eventRoutes } from './http/routes/events.js';
+import { eventRoutes, refuseEncodedBody } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { invalidEventRoutes } from './http/routes/invalid-events.js';
 import { usageRoutes } from './http/routes/usage.js';
@@ -245,6 +245,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // Every body is plain JSON, as ingestion's (which refuses a compressed one before its rate limit):
+  // elsewhere a compressed body was read as JSON and called invalid, or taken with its header ignored.
+  // After each route's own onRequest hooks (the key first), before the body is read.
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const length = request.headers['content-length'];
+    if ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined) await refuseEncodedBody(request);
+    return payload;
   });
   if (deps.config.accessLog) registerAccessLog(app);
   registerErrorHandling(app);

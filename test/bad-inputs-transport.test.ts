@@ -304,6 +304,44 @@ describe('BAD-INPUTS transport and framing (lines 1–6)', () => {
     assert.equal(await countStored(t.db, tenant.id), 1);
   });
 
+  it('a compressed body is 415 on every route, not only ingestion: read as JSON it was a 400 "not valid JSON", and a plain body under the header was taken', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const segment = JSON.stringify({ name: 's', definition: { range: '7d' } });
+    for (const [encoding, payload] of [
+      ['gzip', gzipSync(segment)],
+      ['br', Buffer.from(segment)],
+    ] as const) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/segments',
+        headers: { authorization: `Bearer ${tenant.adminKey}`, 'content-type': 'application/json', 'content-encoding': encoding },
+        payload,
+      });
+      assertProblem(res, 415, 'unsupported_media_type');
+    }
+    // The key is judged first; a request without a body is not refused for the header.
+    const anonymous = await t.app.inject({
+      method: 'POST',
+      url: '/v1/segments',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(segment),
+    });
+    assertProblem(anonymous, 401, 'unauthorized');
+    const list = await t.app.inject({
+      method: 'GET',
+      url: '/v1/segments',
+      headers: { authorization: `Bearer ${tenant.adminKey}`, 'content-encoding': 'gzip' },
+    });
+    assert.equal(list.statusCode, 200, list.body);
+    const plain = await t.app.inject({
+      method: 'POST',
+      url: '/v1/segments',
+      headers: { authorization: `Bearer ${tenant.adminKey}`, 'content-type': 'application/json', 'content-encoding': 'identity' },
+      payload: segment,
+    });
+    assert.equal(plain.statusCode, 201, plain.body);
+  });
+
   it('BAD-INPUTS 5: a valid batch sent as text/plain, a form or multipart is 415 and never parsed as events', async () => {
     const tenant = await tenantWithProduct(t.app);
     const batch = JSON.stringify([event()]);
