@@ -190,16 +190,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // request; the per-element checks reject such an element alone, which is both faster and what
   // CONTRACT.md asks. JSON.parse itself creates "__proto__" as an ordinary own key, never a prototype.
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
     const batch = request.routeOptions.url === '/v1/events';
+    // Bytes that are not UTF-8 are refused naming body (docs/api.md), not read as U+FFFD and stored;
+    // a batch's stay as Node decodes them (each element is judged alone).
+    let body: string;
+    try {
+      body = batch ? (raw as Buffer).toString('utf8') : utf8.decode(raw as Buffer);
+    } catch {
+      return done(validationError([{ field: 'body', message: 'is not valid UTF-8' }]), undefined);
+    }
     // No body at all under a JSON Content-Type (a client that sets the header on every request, a
     // DELETE or a subscription's cancel among them) is no body: a route that needs one says so,
     // naming body (400; 422 on the routes that judge one record). A batch's empty body stays
     // invalid_batch (BAD-INPUTS.md 1).
-    if (!batch && (body as string).trim() === '') return done(null, undefined);
+    if (!batch && body.trim() === '') return done(null, undefined);
     try {
       // An underflowing number (1e-400) is made one that overflows: rejected as 1e400 is, not stored as 0.
-      done(null, JSON.parse(overflowUnderflows(body as string)));
+      done(null, JSON.parse(overflowUnderflows(body)));
     } catch {
       // A batch's 400 is invalid_batch; elsewhere validation_error, with the field it names (CONTRACT.md).
       done(

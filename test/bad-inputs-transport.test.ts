@@ -304,6 +304,30 @@ describe('BAD-INPUTS transport and framing (lines 1–6)', () => {
     assert.equal(await countStored(t.db, tenant.id), 1);
   });
 
+  it('a body whose bytes are not UTF-8 is a 400 naming body on the routes that take one record or a setting (it was stored with U+FFFD)', async () => {
+    const tenant = await tenantWithProduct(t.app);
+    const bytes = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","definition":{}}')]);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/segments',
+      headers: { authorization: `Bearer ${tenant.adminKey}`, 'content-type': 'application/json' },
+      payload: bytes,
+    });
+    assertProblem(res, 400, 'validation_error');
+    assert.deepEqual(res.json<{ errors: { field: string; message: string }[] }>().errors, [{ field: 'body', message: 'is not valid UTF-8' }]);
+    const list = await t.app.inject({ method: 'GET', url: '/v1/segments', headers: { authorization: `Bearer ${tenant.adminKey}` } });
+    assert.deepEqual(list.json<{ data: unknown[] }>().data, []);
+    // Valid UTF-8 beyond ASCII is taken as sent.
+    const ok = await t.app.inject({
+      method: 'POST',
+      url: '/v1/segments',
+      headers: { authorization: `Bearer ${tenant.adminKey}`, 'content-type': 'application/json' },
+      payload: Buffer.from(JSON.stringify({ name: 'naïve 😀', definition: {} })),
+    });
+    assert.equal(ok.statusCode, 201, ok.body);
+    assert.equal(ok.json<{ name: string }>().name, 'naïve 😀');
+  });
+
   it('a compressed body is 415 on every route, not only ingestion: read as JSON it was a 400 "not valid JSON", and a plain body under the header was taken', async () => {
     const tenant = await tenantWithProduct(t.app);
     const segment = JSON.stringify({ name: 's', definition: { range: '7d' } });
