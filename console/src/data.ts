@@ -44,7 +44,10 @@ export const fmt = new Intl.NumberFormat('en-US');
  * versions); 1 (the default) for ratios 0–1 (funnels, retention).
  */
 export function pct(value: number, scale: 1 | 100 = 1): string {
-  return `${fmt.format(Math.round(scale === 1 ? value * 1000 : value * 10) / 10)} %`;
+  const tenths = Math.round(scale === 1 ? value * 1000 : value * 10);
+  // A share too small for one decimal is not shown as none: 245 events of 10,000,000 are "< 0.1 %".
+  if (tenths === 0 && value > 0) return '< 0.1 %';
+  return `${fmt.format(tenths / 10)} %`;
 }
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : '—');

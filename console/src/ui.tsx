@@ -74,7 +74,7 @@ export function Empty({ title, children }: { title: string; children?: Component
   );
 }
 
-export function Card({ label, value, hint, id }: { label: string; value: ComponentChildren; hint?: string; id?: string }) {
+export function Card({ label, value, hint, id }: { label: string; value: ComponentChildren; hint?: ComponentChildren; id?: string }) {
   return (
     <div class="card" data-metric={id}>
       <div class="card-label">{label}</div>

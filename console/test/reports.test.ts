@@ -302,6 +302,12 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
     assert.deepEqual([await card(page, 'usage-events'), await card(page, 'usage-allotment')], [n(us.usage.events), n(us.usage.allotment)]);
     assert.ok(us.usage.events >= SEEDED_EVENTS);
     assert.match((await page.textContent('main'))!, /billed as overage/);
+    // A share below 0.05 % is not shown as none; the cycle's dates are never cut at a hyphen.
+    const meter = (await page.textContent('label[for=usage-meter]'))!;
+    const share = (us.usage.events / us.usage.allotment) * 100;
+    assert.ok(share > 0 && share < 0.05, `${share}`);
+    assert.match(meter, /\(< 0\.1 %\)$/);
+    assert.equal(await page.locator('[data-metric=usage-events] .card-hint .nw').count(), 2);
     await shot(page, 'usage');
     assert.deepEqual(errors, []);
   });
@@ -383,6 +389,7 @@ describe('console report pages', { skip, timeout: 600_000 }, () => {
     await page.fill('#segment-name', 'Dropped before saving');
     await page.click('button:has-text("Save as segment")');
     await page.waitForSelector('text=Saved:');
+    assert.equal(await page.textContent('[role=status] a'), 'segment “Dropped before saving”');
     const segs = await get<{ data: { id: string; name: string }[] }>('/v1/segments');
     const seg = segs.data.find((s) => s.name === 'Dropped before saving')!;
     assert.ok(seg);

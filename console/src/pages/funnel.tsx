@@ -262,7 +262,7 @@ export function parseDrill(drill: string) {
 function DrillDown({ params, drill }: { params: URLSearchParams; drill: string }) {
   const d = parseDrill(drill);
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const [saved, setSaved] = useState<string | null>(null);
+  const [saved, setSaved] = useState<{ id: string; name: string } | null>(null);
   const [name, setName] = useState('');
   const body = {
     ...funnelBody(params),
@@ -285,7 +285,7 @@ function DrillDown({ params, drill }: { params: URLSearchParams; drill: string }
     e.preventDefault();
     if (!name.trim()) return;
     const r = await api<UnitPage>('/v1/funnels/actors', { method: 'POST', body: { ...body, limit: 1, save_as_segment: { name: name.trim() } } });
-    setSaved(r.segment_id ?? null);
+    setSaved(r.segment_id ? { id: r.segment_id, name: name.trim() } : null);
   };
   const title = `${d.status === 'dropped' ? 'Dropped before' : 'Reached'} step ${d.step}${d.value !== undefined ? `, ${label(d.value)}` : ''}`;
   return (
@@ -309,7 +309,7 @@ function DrillDown({ params, drill }: { params: URLSearchParams; drill: string }
         </button>
         {saved && (
           <span role="status">
-            Saved: <a href={href('segments', { segment: saved })}>segment {saved}</a>
+            Saved: <a href={href('segments', { segment: saved.id })}>segment “{saved.name}”</a>
           </span>
         )}
       </form>
@@ -349,7 +349,7 @@ function Steps({ params }: { params: URLSearchParams }) {
       {steps.map((s, i) => (
         <li key={i}>
           {s.category} / {s.name}{' '}
-          <button type="button" disabled={steps.length <= 1} onClick={() => save(steps.filter((_, j) => j !== i))}>
+          <button type="button" class="quiet" disabled={steps.length <= 1} onClick={() => save(steps.filter((_, j) => j !== i))}>
             Remove step {i + 1}
           </button>
         </li>

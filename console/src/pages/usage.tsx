@@ -72,7 +72,11 @@ export function UsagePage({ access }: PageProps) {
                 id="usage-events"
                 label="Events this cycle"
                 value={fmt.format(events)}
-                hint={`${day(u.usage.period_start)} to ${day(u.usage.period_end)}`}
+                hint={
+                  <>
+                    <span class="nw">{day(u.usage.period_start)}</span> to <span class="nw">{day(u.usage.period_end)}</span>
+                  </>
+                }
               />
               <Card id="usage-allotment" label="Allotment" value={allotment === null ? 'none' : fmt.format(allotment)} hint={`plan: ${u.plan}`} />
               <Card
